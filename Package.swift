@@ -1,0 +1,43 @@
+// swift-tools-version: 6.2
+// Sluice: Combine's reactive-streams model, and bridges to Swift structured concurrency.
+// No dependencies beyond the toolchain (Foundation, Dispatch, Synchronization).
+import PackageDescription
+
+/// Every target: Swift 6 language mode (complete strict concurrency) and zero warnings.
+let strict: [SwiftSetting] = [
+  .treatAllWarnings(as: .error),
+  .enableUpcomingFeature("ExistentialAny"),
+  .enableUpcomingFeature("InternalImportsByDefault"),
+]
+
+let package = Package(
+  name: "Sluice",
+  platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+  products: [
+    .library(name: "Sluice", targets: ["Sluice"]),
+    .library(name: "SluiceCore", targets: ["SluiceCore"]),
+    .library(name: "SluiceAsync", targets: ["SluiceAsync"]),
+    .library(name: "SluiceTesting", targets: ["SluiceTesting"]),
+    .executable(name: "sluice-tour", targets: ["SluiceTour"]),
+  ],
+  targets: [
+    .target(name: "SluiceCore", swiftSettings: strict),
+    .target(name: "SluiceAsync", dependencies: ["SluiceCore"], swiftSettings: strict),
+    .target(name: "SluiceTesting", dependencies: ["SluiceCore"], swiftSettings: strict),
+    .target(
+      name: "Sluice", dependencies: ["SluiceCore", "SluiceAsync", "SluiceTesting"],
+      swiftSettings: strict),
+    .executableTarget(
+      name: "SluiceTour", dependencies: ["Sluice"], path: "Examples/Tour", swiftSettings: strict),
+    .testTarget(
+      name: "SluiceCoreTests", dependencies: ["SluiceCore", "SluiceTesting"],
+      swiftSettings: strict),
+    .testTarget(
+      name: "SluiceAsyncTests", dependencies: ["SluiceAsync", "SluiceTesting"],
+      swiftSettings: strict),
+    .testTarget(
+      name: "SluiceTestingTests", dependencies: ["SluiceCore", "SluiceTesting"],
+      swiftSettings: strict),
+  ],
+  swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,199 @@
+/// A finite, synchronous source of values for ``EmissionSubscription``: what `Just`,
+/// `Optional.Publisher`, `Result.Publisher`, `Publishers.Sequence` and `Record` have in common.
+protocol EmissionSource {
+  associatedtype Output
+  associatedtype Failure: Error
+
+  /// The next value, or `nil` when the source is exhausted. May run user code (a sequence's
+  /// iterator), so it is never called under a lock.
+  mutating func next() -> Output?
+
+  /// What the subscriber receives after the last value.
+  var completion: Subscribers.Completion<Failure> { get }
+
+  /// The subscription's `description` while it has values left.
+  var liveDescription: String { get }
+
+  /// The subscription's `description` once it has completed or been cancelled.
+  static var finishedDescription: String { get }
+
+  /// Whether `request(.none)` traps, as it does in Combine for `Just`, `Optional` and `Result`.
+  static var rejectsZeroDemand: Bool { get }
+}
+
+/// The demand state of an ``EmissionSubscription``, as a pure state machine.
+///
+/// States: `live` (idle, or `draining`: one thread owns delivery) → `terminal`.
+///
+/// | event | live, idle | live, draining | terminal |
+/// |---|---|---|---|
+/// | `requested(n)` | demand +n, become drainer | demand +n | ignore |
+/// | `nextValue(+n)` (drainer) | — | demand > 0: −1, deliver; else idle | stop, release source |
+/// | `lastValue` (drainer) | — | terminal, deliver value + completion | stop |
+/// | `cancelled` | terminal, release downstream (and source) | terminal, release downstream | nothing |
+struct EmissionState<Downstream> {
+  private(set) var downstream: Downstream?
+  private var demand = Subscribers.Demand.none
+  private var draining = false
+
+  init(downstream: Downstream) { self.downstream = downstream }
+
+  var isTerminal: Bool { downstream == nil }
+
+  /// `true` when the caller became the drainer.
+  mutating func requested(_ more: Subscribers.Demand) -> Bool {
+    guard downstream != nil else { return false }
+    demand += more
+    if draining { return false }
+    draining = true
+    return true
+  }
+
+  enum Step {
+    case deliver(Downstream)
+    /// Idle (keep the source for the next drainer) or terminal (release it).
+    case stop(releaseSource: Bool)
+  }
+
+  /// The drainer asks whether to deliver one more value.
+  mutating func nextValue(adding more: Subscribers.Demand) -> Step {
+    guard let downstream else {
+      draining = false
+      return .stop(releaseSource: true)
+    }
+    demand += more
+    guard demand > 0 else {
+      draining = false
+      return .stop(releaseSource: false)
+    }
+    demand -= 1
+    return .deliver(downstream)
+  }
+
+  /// The drainer found the value it is about to deliver is the last: become terminal.
+  mutating func lastValue() -> Downstream? {
+    defer { downstream = nil }
+    return downstream
+  }
+
+  /// Terminal. Returns the downstream to release after unlocking and whether the caller may
+  /// release the source (only when no drainer owns it). Idempotent.
+  mutating func cancelled() -> (downstream: Downstream?, releaseSource: Bool) {
+    guard let downstream else { return (nil, false) }
+    self.downstream = nil
+    return (downstream, !draining)
+  }
+}
+
+/// Delivers the values of an ``EmissionSource`` against demand, then its completion.
+///
+/// **Demand**: exactly as requested: `request(.max(3))` then `request(.max(2))` delivers 5;
+/// demand returned from `receive(_:)` is added. **Ordering**: the source's order; delivery is
+/// serial even when `request` is called from several threads or re-entrantly from `receive`
+/// (the thread that is delivering picks up the new demand; no recursion, no recursive lock).
+/// The completion follows the last value at once, without waiting for more demand.
+/// **Cancellation**: `cancel()` is idempotent and thread-safe; nothing starts after it returns;
+/// the subscriber and the source are released.
+final class EmissionSubscription<Source: EmissionSource, Downstream: Subscriber>: Subscription,
+  CustomStringConvertible, CustomPlaygroundDisplayConvertible, @unchecked Sendable
+where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
+  // Safety: `state` is lock-protected. `source` and `lookahead` are touched only by the thread
+  // that `EmissionState` made the drainer (or by `init`, before publication, and by `cancel`
+  // when no drainer exists), so they are never accessed concurrently.
+  private let state: Lock<EmissionState<Downstream>>
+  private var source: Source?
+  private var lookahead: Source.Output?
+  private let describedSource: Source
+
+  /// Use only for a source with at least one value: `first` is that value.
+  init(source: Source, first: Source.Output, downstream: Downstream) {
+    state = Lock(EmissionState(downstream: downstream))
+    describedSource = source
+    self.source = source
+    lookahead = first
+  }
+
+  func request(_ demand: Subscribers.Demand) {
+    if Source.rejectsZeroDemand { demand.assertNonZero(for: Source.finishedDescription) }
+    if state.withLock({ $0.requested(demand) }) { drain() }
+  }
+
+  func cancel() {
+    let (downstream, releaseSource) = state.withLock { $0.cancelled() }
+    if releaseSource {
+      source = nil
+      lookahead = nil
+    }
+    withExtendedLifetime(downstream) {}
+  }
+
+  private func drain() {
+    var more = Subscribers.Demand.none
+    while true {
+      switch state.withLock({ $0.nextValue(adding: more) }) {
+      case .stop(let releaseSource):
+        if releaseSource {
+          source = nil
+          lookahead = nil
+        }
+        return
+      case .deliver(let downstream):
+        guard let value = lookahead else {
+          Violation.internalInconsistency("emission drained past its last value")
+        }
+        lookahead = source?.next()
+        if lookahead != nil {
+          more = downstream.receive(value)
+          continue
+        }
+        let completion = source?.completion ?? .finished
+        source = nil
+        guard let last = state.withLock({ $0.lastValue() }) else { return }  // cancelled
+        _ = last.receive(value)
+        last.receive(completion: completion)
+        return
+      }
+    }
+  }
+
+  var description: String {
+    state.withLock { $0.isTerminal } ? Source.finishedDescription : describedSource.liveDescription
+  }
+
+  var playgroundDescription: Any { description }
+}
+
+extension EmissionSource {
+  /// Subscribes `downstream` to this source: an emission subscription when the source has
+  /// values; otherwise `Subscriptions.empty` and the completion at once, as Combine does.
+  func subscribe<Downstream: Subscriber>(_ downstream: Downstream)
+  where Downstream.Input == Output, Downstream.Failure == Failure {
+    var source = self
+    if let first = source.next() {
+      downstream.receive(
+        subscription: EmissionSubscription(source: source, first: first, downstream: downstream))
+    } else {
+      downstream.receive(subscription: Subscriptions.empty)
+      downstream.receive(completion: source.completion)
+    }
+  }
+}
+
+/// The `description` of a ``SingleValueSource``'s subscription.
+protocol SingleValueLabel {
+  static var label: String { get }
+}
+
+/// Zero or one value, then `.finished`: `Just`, `Optional.Publisher`, `Result.Publisher`.
+/// `request(.none)` traps, as in Combine.
+struct SingleValueSource<Output, Failure: Error, Label: SingleValueLabel>: EmissionSource {
+  var value: Output?
+  mutating func next() -> Output? {
+    defer { value = nil }
+    return value
+  }
+  var completion: Subscribers.Completion<Failure> { .finished }
+  var liveDescription: String { Label.label }
+  static var finishedDescription: String { Label.label }
+  static var rejectsZeroDemand: Bool { true }
+}

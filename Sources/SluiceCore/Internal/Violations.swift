@@ -1,0 +1,46 @@
+/// Every message Sluice traps with, in one place.
+///
+/// Two families: `"API Violation: …"` when a caller broke the contract (the message names the
+/// parameter, the value and the type involved) and `"Internal inconsistency: …"` for states that
+/// should be impossible. `fatalError` is used rather than `precondition` so the text reaches users
+/// of release builds too.
+enum Violation {
+  static func negativeDemand(_ value: Int) -> Never {
+    fatalError("API Violation: Subscribers.Demand.max(\(value)): demand must not be negative")
+  }
+
+  static func zeroDemand(_ subscription: String) -> Never {
+    fatalError(
+      "API Violation: request(.none) on a \(subscription) subscription: demand must not be zero; "
+        + "request at least .max(1)")
+  }
+
+  static func recordingValueAfterCompletion() -> Never {
+    fatalError(
+      "API Violation: Record.Recording.receive(_:) called after receive(completion:): "
+        + "a recording cannot receive values after it completed")
+  }
+
+  static func recordingCompletedTwice() -> Never {
+    fatalError(
+      "API Violation: Record.Recording.receive(completion:) called twice: "
+        + "a recording completes exactly once")
+  }
+
+  static func negativeDemandDecoded(_ value: Int64) -> String {
+    "Subscribers.Demand cannot be negative (decoded \(value))"
+  }
+
+  static func internalInconsistency(_ what: String) -> Never {
+    fatalError("Internal inconsistency: \(what)")
+  }
+}
+
+extension Subscribers.Demand {
+  /// Traps when a subscriber requests `.none` from a subscription that, like Combine's, treats
+  /// that as a contract violation.
+  @inline(__always)
+  func assertNonZero(for subscription: @autoclosure () -> String) {
+    if self == .none { Violation.zeroDemand(subscription()) }
+  }
+}

@@ -1,0 +1,50 @@
+/// A type-erasing cancellable that cancels when it is deinitialised, as in Combine.
+///
+/// Keep the `AnyCancellable` a subscription returns (in a property or a `Set`) for as long as
+/// the subscription should live. `cancel()` runs the cancellation closure at most once, however
+/// many threads call it, and then releases it.
+public final class AnyCancellable: Cancellable, Hashable {
+  private let action: Lock<(() -> Void)?>
+
+  /// Creates a cancellable that runs `cancel` when cancelled or deinitialised.
+  public init(_ cancel: @escaping () -> Void) {
+    action = Lock(cancel)
+  }
+
+  /// Creates a cancellable that cancels `canceller` when cancelled or deinitialised.
+  public init<C: Cancellable>(_ canceller: C) {
+    if let other = canceller as? AnyCancellable {
+      action = Lock({ other.cancel() })
+    } else {
+      action = Lock(canceller.cancel)
+    }
+  }
+
+  deinit { cancel() }
+
+  public func cancel() {
+    let taken = action.withLock { action in
+      let taken = action
+      action = nil
+      return taken
+    }
+    taken?()
+  }
+
+  /// Stores this cancellable in `collection`.
+  public func store<C: RangeReplaceableCollection>(in collection: inout C)
+  where C.Element == AnyCancellable {
+    collection.append(self)
+  }
+
+  /// Stores this cancellable in `set`.
+  public func store(in set: inout Set<AnyCancellable>) {
+    set.insert(self)
+  }
+
+  public static func == (lhs: AnyCancellable, rhs: AnyCancellable) -> Bool { lhs === rhs }
+
+  public func hash(into hasher: inout Hasher) {
+    hasher.combine(ObjectIdentifier(self))
+  }
+}

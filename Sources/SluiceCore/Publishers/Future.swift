@@ -1,0 +1,141 @@
+/// A publisher that eventually produces a single value and then finishes or fails, as in
+/// Combine.
+///
+/// The closure runs once, at once, when the future is created; the first call of its promise
+/// wins and later calls are ignored. Every subscriber, before or after fulfilment, receives the
+/// same result.
+///
+/// **Demand**: a success is delivered (followed by `.finished`) once the subscriber has requested
+/// at least one value; a failure is delivered without demand. `request(.none)` traps.
+/// **Cancellation**: a cancelled subscriber is released at once and receives nothing.
+/// The promise may be called from any thread.
+///
+/// ```swift
+/// let answer = Future<Int, Never> { promise in promise(.success(42)) }
+/// _ = answer.sink { print($0) }   // prints "42"
+/// ```
+public final class Future<Output, Failure: Error>: Publisher, @unchecked Sendable {
+  // Safety: all mutable state is in `state`'s lock; subscribers are called after unlocking.
+
+  /// The closure type a future passes to its producer. It may be called from any thread.
+  public typealias Promise = @Sendable (Result<Output, Failure>) -> Void
+
+  private struct State {
+    var result: Result<Output, Failure>?
+    var waiting: [any FutureWaiter<Output, Failure>] = []
+  }
+
+  private let state = Lock(State())
+
+  /// Creates a future that calls `attemptToFulfill` at once with its promise.
+  public init(_ attemptToFulfill: @escaping (@escaping Promise) -> Void) {
+    attemptToFulfill { [weak self] result in self?.fulfil(result) }
+  }
+
+  public func receive<S: Subscriber>(subscriber: S)
+  where Output == S.Input, Failure == S.Failure {
+    let subscription = FutureSubscription(future: self, downstream: subscriber)
+    let result = state.withLock { state -> Result<Output, Failure>? in
+      if state.result == nil { state.waiting.append(subscription) }
+      return state.result
+    }
+    subscriber.receive(subscription: subscription)
+    if let result { subscription.fulfilled(with: result) }
+  }
+
+  private func fulfil(_ result: Result<Output, Failure>) {
+    let waiting = state.withLock { state -> [any FutureWaiter<Output, Failure>] in
+      guard state.result == nil else { return [] }
+      state.result = result
+      defer { state.waiting = [] }
+      return state.waiting
+    }
+    for waiter in waiting { waiter.fulfilled(with: result) }
+  }
+
+  fileprivate func forget(_ waiter: AnyObject) {
+    let removed = state.withLock { state -> (any FutureWaiter<Output, Failure>)? in
+      guard let index = state.waiting.firstIndex(where: { $0 === waiter }) else { return nil }
+      return state.waiting.remove(at: index)
+    }
+    withExtendedLifetime(removed) {}
+  }
+}
+
+private protocol FutureWaiter<Output, Failure>: AnyObject {
+  associatedtype Output
+  associatedtype Failure: Error
+  func fulfilled(with result: Result<Output, Failure>)
+}
+
+/// States: `waiting(demand?, result?)` → `terminal` once both a result and (for a success)
+/// demand are there, or on cancel. Exactly one thread performs the delivery.
+private final class FutureSubscription<Downstream: Subscriber>: Subscription, FutureWaiter,
+  CustomStringConvertible, CustomPlaygroundDisplayConvertible, @unchecked Sendable
+{
+  // Safety: all mutable state is in `state`'s lock; the subscriber is called after unlocking.
+  typealias Output = Downstream.Input
+  typealias Failure = Downstream.Failure
+
+  private struct State {
+    var downstream: Downstream?
+    var future: Future<Output, Failure>?
+    var hasDemand = false
+    var result: Result<Output, Failure>?
+
+    /// The delivery to perform once a result and (for a success) demand are both present.
+    mutating func takeDelivery() -> (Downstream, Result<Output, Failure>)? {
+      guard let downstream, let result else { return nil }
+      if case .success = result, !hasDemand { return nil }
+      self.downstream = nil
+      future = nil
+      return (downstream, result)
+    }
+  }
+
+  private let state: Lock<State>
+
+  init(future: Future<Output, Failure>, downstream: Downstream) {
+    state = Lock(State(downstream: downstream, future: future))
+  }
+
+  func fulfilled(with result: Result<Output, Failure>) {
+    deliver(state.withLock { state in
+      state.result = result
+      return state.takeDelivery()
+    })
+  }
+
+  func request(_ demand: Subscribers.Demand) {
+    demand.assertNonZero(for: "Future")
+    deliver(state.withLock { state in
+      state.hasDemand = true
+      return state.takeDelivery()
+    })
+  }
+
+  func cancel() {
+    let released = state.withLock { state in
+      defer {
+        state.downstream = nil
+        state.future = nil
+      }
+      return (state.downstream, state.future)
+    }
+    released.1?.forget(self)
+  }
+
+  private func deliver(_ delivery: (Downstream, Result<Output, Failure>)?) {
+    guard let (downstream, result) = delivery else { return }
+    switch result {
+    case .success(let value):
+      _ = downstream.receive(value)
+      downstream.receive(completion: .finished)
+    case .failure(let error):
+      downstream.receive(completion: .failure(error))
+    }
+  }
+
+  var description: String { "Future" }
+  var playgroundDescription: Any { description }
+}

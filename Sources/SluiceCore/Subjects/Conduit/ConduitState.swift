@@ -1,0 +1,133 @@
+/// The per-subscriber state of a subject's subscription ("conduit"), as a pure state machine.
+///
+/// A subject pushes values from any thread; each subscriber must still receive them serially and
+/// only against its own demand. The conduit accepts a value only if the subscriber has demand
+/// (otherwise drops it, as Combine does), and hands delivery to at most one thread at a time: the
+/// *drainer*. A thread that finds a drainer at work queues its accepted value for the drainer and
+/// returns. Re-entrant calls (a subscriber calling `request` or the subject's `send` from inside
+/// `receive`) take the same path, so no lock is ever held or re-entered during delivery.
+///
+/// States: `live` (has a downstream) with `draining` on or off → `terminal` (no downstream).
+///
+/// Transitions and actions (performed by ``Conduit`` after unlocking):
+/// | event | live, idle | live, draining | terminal |
+/// |---|---|---|---|
+/// | `offered(v)`, demand > 0 | demand −1, become drainer: deliver `v` | demand −1, queue `v` | ignore |
+/// | `offered(v)`, demand = 0 | drop `v` (replaying: owe the current value) | same | ignore |
+/// | `requested(n)` | demand +n, become drainer | demand +n | ignore |
+/// | `finished(c)` | remember `c`, become drainer | remember `c` | ignore |
+/// | `nextStep(+n)` (drainer only) | — | queued value, else owed current value, else completion, else idle | idle |
+/// | `cancelled` | terminal, release everything | same | nothing |
+struct ConduitState<Downstream: Subscriber, Parent> {
+  typealias Output = Downstream.Input
+  typealias Failure = Downstream.Failure
+
+  /// `nil` once terminal.
+  private(set) var downstream: Downstream?
+  private var parent: Parent?
+  private(set) var demand = Subscribers.Demand.none
+  private var draining = false
+  /// Values accepted against demand while a drainer was delivering, oldest first.
+  private var queue: [Output] = []
+  private var queueHead = 0
+  private var completion: Subscribers.Completion<Failure>?
+  /// For subjects with a current value: the subscriber has not yet received the latest value.
+  private var owesCurrentValue: Bool
+
+  init(downstream: Downstream, parent: Parent, replaysCurrentValue: Bool) {
+    self.downstream = downstream
+    self.parent = parent
+    owesCurrentValue = replaysCurrentValue
+  }
+
+  enum OfferAction {
+    case deliver(Downstream)
+    case none
+  }
+
+  mutating func offered(_ value: Output, replaysCurrentValue: Bool) -> OfferAction {
+    guard let downstream, completion == nil else { return .none }
+    guard demand > 0 else {
+      if replaysCurrentValue { owesCurrentValue = true }
+      return .none
+    }
+    demand -= 1
+    owesCurrentValue = false
+    if draining {
+      queue.append(value)
+      return .none
+    }
+    draining = true
+    return .deliver(downstream)
+  }
+
+  /// `true` when the caller became the drainer and must run the drain loop.
+  mutating func requested(_ more: Subscribers.Demand) -> Bool {
+    guard downstream != nil else { return false }
+    demand += more
+    return becomeDrainer()
+  }
+
+  /// `true` when the caller became the drainer and must run the drain loop.
+  mutating func finished(_ completion: Subscribers.Completion<Failure>) -> Bool {
+    guard downstream != nil, self.completion == nil else { return false }
+    self.completion = completion
+    return becomeDrainer()
+  }
+
+  private mutating func becomeDrainer() -> Bool {
+    if draining { return false }
+    draining = true
+    return true
+  }
+
+  enum Step {
+    case deliver(Downstream, Output)
+    case deliverCurrentValue(Downstream, Parent)
+    case complete(Downstream, Subscribers.Completion<Failure>, releasing: Parent?)
+    case idle
+  }
+
+  /// The drainer's next action, after adding the demand the last delivery returned.
+  mutating func nextStep(adding more: Subscribers.Demand) -> Step {
+    guard let downstream else {
+      draining = false
+      return .idle
+    }
+    demand += more
+    if queueHead < queue.count {
+      let value = queue[queueHead]
+      queueHead += 1
+      if queueHead == queue.count {
+        queue.removeAll(keepingCapacity: true)
+        queueHead = 0
+      }
+      return .deliver(downstream, value)
+    }
+    if completion == nil, owesCurrentValue, demand > 0, let parent {
+      demand -= 1
+      owesCurrentValue = false
+      return .deliverCurrentValue(downstream, parent)
+    }
+    if let completion {
+      self.downstream = nil
+      let parent = self.parent
+      self.parent = nil
+      return .complete(downstream, completion, releasing: parent)
+    }
+    draining = false
+    return .idle
+  }
+
+  /// Terminal; returns what to release (and to detach from) after unlocking. Idempotent.
+  mutating func cancelled() -> (downstream: Downstream?, parent: Parent?, queue: [Output]) {
+    guard let downstream else { return (nil, nil, []) }
+    let released = (downstream, parent, queue)
+    self.downstream = nil
+    parent = nil
+    queue = []
+    queueHead = 0
+    completion = nil
+    return released
+  }
+}

@@ -1,0 +1,93 @@
+/// The machinery every subject shares: the list of subscriptions, the completion replayed to
+/// late subscribers, the upstream subscriptions it was given and, for subjects that have one,
+/// the current value.
+///
+/// **Ordering**: a `send` reaches every subscriber that is attached when it starts, in attachment
+/// order; each subscriber receives values serially (see ``Conduit``). Sends racing from several
+/// threads are delivered to each subscriber in one order, with nothing lost that was demanded and
+/// nothing duplicated. **Completion**: delivered once to each attached subscriber and replayed to
+/// later ones (after `Subscriptions.empty`); values after completion are ignored.
+/// **Upstreams**: each subscription given through `send(subscription:)` is asked for `.unlimited`
+/// and cancelled when the core is released.
+final class SubjectCore<Output, Failure: Error>: @unchecked Sendable {
+  // Safety: all mutable state is in `state`'s lock; conduits and upstreams are called after
+  // unlocking.
+  private struct State {
+    var conduits: ContiguousArray<any SubjectConduit<Output, Failure>> = []
+    var completion: Subscribers.Completion<Failure>?
+    var upstreams: [any Subscription] = []
+    var currentValue: Output?
+  }
+
+  /// The `description` of this subject's subscriptions, as Combine names them.
+  let name: String
+  /// Whether subscribers receive the current value first (CurrentValueSubject, Published).
+  let replaysCurrentValue: Bool
+  private let state: Lock<State>
+
+  init(name: String, currentValue: Output?) {
+    self.name = name
+    replaysCurrentValue = currentValue != nil
+    state = Lock(State(currentValue: currentValue))
+  }
+
+  deinit {
+    for upstream in state.withLock({ $0.upstreams }) { upstream.cancel() }
+  }
+
+  var currentValue: Output? {
+    get { state.withLock { $0.currentValue } }
+  }
+
+  func subscribe<Downstream: Subscriber>(_ downstream: Downstream)
+  where Downstream.Input == Output, Downstream.Failure == Failure {
+    let conduit = Conduit(parent: self, downstream: downstream)
+    let completion = state.withLock { state -> Subscribers.Completion<Failure>? in
+      if let completion = state.completion { return completion }
+      state.conduits.append(conduit)
+      return nil
+    }
+    if let completion {
+      downstream.receive(subscription: Subscriptions.empty)
+      downstream.receive(completion: completion)
+    } else {
+      downstream.receive(subscription: conduit)
+    }
+  }
+
+  /// Sends `value` to every attached subscriber with demand; for a subject with a current
+  /// value, also makes it the current value (even after completion, when nothing is sent).
+  func send(_ value: Output) {
+    let conduits = state.withLock { state -> ContiguousArray<any SubjectConduit<Output, Failure>> in
+      if replaysCurrentValue { state.currentValue = value }
+      return state.completion == nil ? state.conduits : []
+    }
+    for conduit in conduits { conduit.offer(value) }
+  }
+
+  func send(completion: Subscribers.Completion<Failure>) {
+    let conduits = state.withLock { state -> ContiguousArray<any SubjectConduit<Output, Failure>> in
+      guard state.completion == nil else { return [] }
+      state.completion = completion
+      defer { state.conduits = [] }
+      return state.conduits
+    }
+    for conduit in conduits { conduit.finish(completion) }
+  }
+
+  func send(subscription: any Subscription) {
+    state.withLock { $0.upstreams.append(subscription) }
+    subscription.request(.unlimited)
+  }
+
+  /// Forgets `conduit` (it was cancelled or has completed).
+  func detach(_ conduit: AnyObject) {
+    let removed = state.withLock { state -> (any SubjectConduit<Output, Failure>)? in
+      guard let index = state.conduits.firstIndex(where: { $0 === conduit }) else { return nil }
+      return state.conduits.remove(at: index)
+    }
+    withExtendedLifetime(removed) {}
+  }
+
+  var subscriberCount: Int { state.withLock { $0.conduits.count } }
+}

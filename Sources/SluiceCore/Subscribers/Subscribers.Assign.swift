@@ -1,0 +1,69 @@
+extension Subscribers {
+  /// A simple subscriber that assigns received elements to a property indicated by a key path,
+  /// as in Combine.
+  ///
+  /// **Demand**: `.unlimited` on subscription. **Ordering**: each value is assigned on the
+  /// publisher's thread as it arrives. **Cancellation**: `cancel()` or completion cancels or ends
+  /// the subscription and releases `object`, which the subscriber holds strongly until then.
+  public final class Assign<Root, Input>: Subscriber, Cancellable, CustomStringConvertible,
+    CustomReflectable, CustomPlaygroundDisplayConvertible, @unchecked Sendable
+  {
+    // Safety: `object` is held in the lock-protected lifecycle; assignments run after unlocking
+    // on the delivering thread, which the publisher rules keep serial.
+    public typealias Failure = Never
+
+    private struct Target {
+      let object: Root
+      let keyPath: ReferenceWritableKeyPath<Root, Input>
+    }
+
+    private let box: LifecycleBox<Target>
+
+    /// The key path to assign to.
+    public let keyPath: ReferenceWritableKeyPath<Root, Input>
+
+    /// The object that contains the property, until the subscriber completes or is cancelled.
+    public var object: Root? { box.payloadForValue()?.object }
+
+    /// Creates a subscriber that assigns each value to `object[keyPath: keyPath]`.
+    public init(object: Root, keyPath: ReferenceWritableKeyPath<Root, Input>) {
+      self.keyPath = keyPath
+      box = LifecycleBox(Target(object: object, keyPath: keyPath))
+    }
+
+    public func receive(subscription: any Subscription) {
+      box.receive(subscription: subscription, requesting: .unlimited)
+    }
+
+    public func receive(_ value: Input) -> Subscribers.Demand {
+      if let target = box.payloadForValue() {
+        target.object[keyPath: target.keyPath] = value
+      }
+      return .none
+    }
+
+    public func receive(completion: Subscribers.Completion<Never>) {
+      withExtendedLifetime(box.payloadForCompletion()) {}
+    }
+
+    public func cancel() { box.cancel() }
+
+    public var description: String { "Assign \(Root.self)." }
+    public var customMirror: Mirror {
+      Mirror(self, children: ["object": object as Any, "keyPath": keyPath])
+    }
+    public var playgroundDescription: Any { description }
+  }
+}
+
+extension Publisher where Failure == Never {
+  /// Assigns each element to a property on `object`, which is held strongly until the
+  /// subscription completes or is cancelled.
+  public func assign<Root>(
+    to keyPath: ReferenceWritableKeyPath<Root, Output>, on object: Root
+  ) -> AnyCancellable {
+    let assign = Subscribers.Assign(object: object, keyPath: keyPath)
+    subscribe(assign)
+    return AnyCancellable(assign)
+  }
+}

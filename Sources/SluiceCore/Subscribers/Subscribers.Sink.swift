@@ -1,0 +1,72 @@
+extension Subscribers {
+  /// A simple subscriber that requests an unlimited number of values upon subscription, as in
+  /// Combine.
+  ///
+  /// **Demand**: `.unlimited`, once, when it receives its subscription; a second subscription is
+  /// cancelled. **Ordering**: closures run on the publisher's thread, in the order signals
+  /// arrive. **Cancellation**: `cancel()` cancels the upstream and releases both closures; so does
+  /// completion. A `Sink` does not cancel when deinitialised; the `AnyCancellable` from
+  /// `sink(receiveCompletion:receiveValue:)` does.
+  public final class Sink<Input, Failure: Error>: Subscriber, Cancellable, CustomStringConvertible,
+    CustomReflectable, CustomPlaygroundDisplayConvertible, @unchecked Sendable
+  {
+    // Safety: all mutable state lives in `box` (a lock-protected state machine); the closures
+    // are called after unlocking, on the thread that delivers the signal.
+    private struct Closures {
+      let receiveValue: (Input) -> Void
+      let receiveCompletion: (Subscribers.Completion<Failure>) -> Void
+    }
+
+    private let box: LifecycleBox<Closures>
+
+    /// Creates a sink with the closures to call on each value and on completion.
+    public init(
+      receiveCompletion: @escaping (Subscribers.Completion<Failure>) -> Void,
+      receiveValue: @escaping (Input) -> Void
+    ) {
+      box = LifecycleBox(Closures(receiveValue: receiveValue, receiveCompletion: receiveCompletion))
+    }
+
+    public func receive(subscription: any Subscription) {
+      box.receive(subscription: subscription, requesting: .unlimited)
+    }
+
+    public func receive(_ value: Input) -> Subscribers.Demand {
+      box.payloadForValue()?.receiveValue(value)
+      return .none
+    }
+
+    public func receive(completion: Subscribers.Completion<Failure>) {
+      box.payloadForCompletion()?.receiveCompletion(completion)
+    }
+
+    public func cancel() { box.cancel() }
+
+    public var description: String { "Sink" }
+    public var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+    public var playgroundDescription: Any { description }
+  }
+}
+
+extension Publisher {
+  /// Attaches a subscriber with closure-based behaviour; it requests `.unlimited`.
+  ///
+  /// - Returns: a cancellable that cancels the subscription when cancelled or deinitialised.
+  public func sink(
+    receiveCompletion: @escaping (Subscribers.Completion<Failure>) -> Void,
+    receiveValue: @escaping (Output) -> Void
+  ) -> AnyCancellable {
+    let sink = Subscribers.Sink<Output, Failure>(
+      receiveCompletion: receiveCompletion, receiveValue: receiveValue)
+    subscribe(sink)
+    return AnyCancellable(sink)
+  }
+}
+
+extension Publisher where Failure == Never {
+  /// Attaches a subscriber that calls `receiveValue` for each value of a publisher that cannot
+  /// fail; it requests `.unlimited`.
+  public func sink(receiveValue: @escaping (Output) -> Void) -> AnyCancellable {
+    sink(receiveCompletion: { _ in }, receiveValue: receiveValue)
+  }
+}

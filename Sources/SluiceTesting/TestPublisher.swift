@@ -1,0 +1,119 @@
+public import SluiceCore
+
+/// A publisher a test drives by hand, which records every `request` and `cancel` it receives.
+///
+/// `send(_:)` delivers to every subscriber that has not cancelled, **whether or not it asked for
+/// the value**: the test decides, so it can also play a misbehaving upstream. Each subscriber
+/// gets its own ``TestSubscription``, which keeps the history of its demand.
+///
+/// ```swift
+/// let upstream = TestPublisher<Int, Never>()
+/// let recorder = RecordingSubscriber<Int, Never>(initialDemand: .max(2))
+/// upstream.subscribe(recorder)
+/// upstream.subscriptions[0].requests   // [max(2)]
+/// upstream.send(1)
+/// upstream.subscriptions[0].outstandingDemand   // max(1)
+/// ```
+public final class TestPublisher<Output, Failure: Error>: Publisher, @unchecked Sendable {
+  // Safety: all mutable state is in `state`'s lock; subscribers are called after unlocking.
+  private struct Attached {
+    let subscriber: AnySubscriber<Output, Failure>
+    let subscription: TestSubscription
+  }
+
+  private let state = Lock([Attached]())
+  private let subscriptionDescription: String
+
+  /// Creates a publisher whose subscriptions describe themselves as `subscriptionDescription`.
+  public init(subscriptionDescription: String = "TestSubscription") {
+    self.subscriptionDescription = subscriptionDescription
+  }
+
+  public func receive<S: Subscriber>(subscriber: S) where Output == S.Input, Failure == S.Failure {
+    let subscription = TestSubscription(description: subscriptionDescription)
+    state.withLock {
+      $0.append(Attached(subscriber: AnySubscriber(subscriber), subscription: subscription))
+    }
+    subscriber.receive(subscription: subscription)
+  }
+
+  /// The subscriptions handed out so far, in subscription order.
+  public var subscriptions: [TestSubscription] { state.withLock { $0.map(\.subscription) } }
+
+  /// Delivers `value` to every subscriber that has not cancelled, regardless of demand, and
+  /// returns how many received it.
+  @discardableResult
+  public func send(_ value: Output) -> Int {
+    let attached = state.withLock { $0.filter { !$0.subscription.isCancelled } }
+    for each in attached {
+      each.subscription.recordDelivery()
+      let more = each.subscriber.receive(value)
+      if more > 0 { each.subscription.recordReturnedDemand(more) }
+    }
+    return attached.count
+  }
+
+  /// Delivers `completion` to every subscriber that has not cancelled.
+  public func send(completion: Subscribers.Completion<Failure>) {
+    let attached = state.withLock { $0.filter { !$0.subscription.isCancelled } }
+    for each in attached { each.subscriber.receive(completion: completion) }
+  }
+}
+
+/// A subscription that records the demand and cancellations it receives.
+///
+/// It delivers nothing by itself; use it alone to test a subscriber, or through
+/// ``TestPublisher``.
+public final class TestSubscription: Subscription, CustomStringConvertible, @unchecked Sendable {
+  // Safety: all mutable state is in `state`'s lock.
+  private struct State {
+    var requests: [Subscribers.Demand] = []
+    var cancelCount = 0
+    var demanded = Subscribers.Demand.none
+    var delivered = 0
+  }
+
+  private let state = Lock(State())
+  public let description: String
+
+  public init(description: String = "TestSubscription") {
+    self.description = description
+  }
+
+  public func request(_ demand: Subscribers.Demand) {
+    state.withLock { state in
+      state.requests.append(demand)
+      state.demanded += demand
+    }
+  }
+
+  public func cancel() {
+    state.withLock { $0.cancelCount += 1 }
+  }
+
+  /// Every `request` received, in order.
+  public var requests: [Subscribers.Demand] { state.withLock { $0.requests } }
+
+  /// How many times `cancel()` was called.
+  public var cancelCount: Int { state.withLock { $0.cancelCount } }
+
+  /// Whether `cancel()` was called at least once.
+  public var isCancelled: Bool { cancelCount > 0 }
+
+  /// All demand received: requests plus demand returned from `receive(_:)`.
+  public var totalDemand: Subscribers.Demand { state.withLock { $0.demanded } }
+
+  /// How many values the test publisher delivered through this subscription.
+  public var deliveredCount: Int { state.withLock { $0.delivered } }
+
+  /// Demand not yet used by a delivery (never negative).
+  public var outstandingDemand: Subscribers.Demand {
+    state.withLock { $0.demanded - $0.delivered }
+  }
+
+  func recordDelivery() { state.withLock { $0.delivered += 1 } }
+
+  func recordReturnedDemand(_ demand: Subscribers.Demand) {
+    state.withLock { $0.demanded += demand }
+  }
+}
