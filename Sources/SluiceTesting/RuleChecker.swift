@@ -20,7 +20,10 @@ public struct RuleViolation: Equatable, Sendable, CustomStringConvertible {
     case moreValuesThanDemanded = "more values than demanded"
     /// A value or completion arrived after the completion.
     case signalAfterCompletion = "signal after completion"
-    /// A value or completion started after `cancel()` returned.
+    /// A value or completion after `cancel()` returned, on the thread that cancelled, or a
+    /// second one on any thread. (One signal that another thread had already decided to send
+    /// when `cancel()` was called may still arrive: the contract only says signals stop
+    /// eventually, and no publisher can recall a delivery already under way.)
     case signalAfterCancel = "signal after cancel"
     /// Two signals were delivered at the same time on different threads.
     case concurrentSignals = "concurrent signals"
@@ -41,7 +44,9 @@ public struct RuleViolation: Equatable, Sendable, CustomStringConvertible {
 /// records a ``RuleViolation`` naming the rule when the publisher:
 /// - delivers more values than the subscriber demanded (requests plus demand returned from
 ///   `receive(_:)`),
-/// - signals before its subscription, after its completion, or after `cancel()` returned,
+/// - signals before its subscription or after its completion,
+/// - signals after `cancel()` returned on the cancelling thread, or twice on any thread (one
+///   delivery already under way on another thread when `cancel()` is called is allowed),
 /// - completes twice, sends a second subscription,
 /// - or signals on two threads at once (re-entrant signals on the same thread are allowed).
 ///
@@ -107,7 +112,16 @@ private final class RuleCheckingSubscriber<Downstream: Subscriber>: Subscriber, 
     var demanded = Subscribers.Demand.none
     var delivered = 0
     var completed = false
-    var cancelled = false
+    /// The thread that called `cancel()`, once it returned.
+    var cancellingThread: UInt?
+    var signalsAfterCancel = 0
+
+    /// Whether a signal arriving now on `thread` breaks the "nothing after cancel" rule.
+    mutating func signalAfterCancelIsViolation(on thread: UInt) -> Bool {
+      guard let cancellingThread else { return false }
+      signalsAfterCancel += 1
+      return thread == cancellingThread || signalsAfterCancel > 1
+    }
   }
 
   private let downstream: Downstream
@@ -146,7 +160,9 @@ private final class RuleCheckingSubscriber<Downstream: Subscriber>: Subscriber, 
         return (.signalBeforeSubscription, "value \(input) before any subscription")
       }
       if state.completed { return (.signalAfterCompletion, "value \(input) after completion") }
-      if state.cancelled { return (.signalAfterCancel, "value \(input) after cancel()") }
+      if state.signalAfterCancelIsViolation(on: currentThreadID()) {
+        return (.signalAfterCancel, "value \(input) after cancel()")
+      }
       state.delivered += 1
       if state.demanded < state.delivered {
         return (
@@ -172,7 +188,9 @@ private final class RuleCheckingSubscriber<Downstream: Subscriber>: Subscriber, 
         return (.signalBeforeSubscription, "completion \(completion) before any subscription")
       }
       if state.completed { return (.signalAfterCompletion, "second completion: \(completion)") }
-      if state.cancelled { return (.signalAfterCancel, "completion \(completion) after cancel()") }
+      if state.signalAfterCancelIsViolation(on: currentThreadID()) {
+        return (.signalAfterCancel, "completion \(completion) after cancel()")
+      }
       return nil
     }
     if let (rule, detail) = problem { checker.report(rule, detail) }
@@ -195,7 +213,10 @@ private final class RuleCheckingSubscriber<Downstream: Subscriber>: Subscriber, 
       return state.upstream
     }
     upstream?.cancel()
-    state.withLock { $0.cancelled = true }
+    let thread = currentThreadID()
+    state.withLock { state in
+      if state.cancellingThread == nil { state.cancellingThread = thread }
+    }
   }
 
   // MARK: Serial signals

@@ -29,7 +29,7 @@ protocol EmissionSource {
 /// |---|---|---|---|
 /// | `requested(n)` | demand +n, become drainer | demand +n | ignore |
 /// | `nextValue(+n)` (drainer) | — | demand > 0: −1, deliver; else idle | stop, release source |
-/// | `lastValue` (drainer) | — | terminal, deliver value + completion | stop |
+/// | `deliveredLastValue` (drainer) | — | terminal, deliver completion | stop, no completion |
 /// | `cancelled` | terminal, release downstream (and source) | terminal, release downstream | nothing |
 struct EmissionState<Downstream> {
   private(set) var downstream: Downstream?
@@ -70,8 +70,9 @@ struct EmissionState<Downstream> {
     return .deliver(downstream)
   }
 
-  /// The drainer found the value it is about to deliver is the last: become terminal.
-  mutating func lastValue() -> Downstream? {
+  /// The drainer delivered the last value: become terminal. Returns the downstream to send the
+  /// completion to, or `nil` if `cancel()` came first (then no completion is sent).
+  mutating func deliveredLastValue() -> Downstream? {
     defer { downstream = nil }
     return downstream
   }
@@ -148,9 +149,10 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
         }
         let completion = source?.completion ?? .finished
         source = nil
-        guard let last = state.withLock({ $0.lastValue() }) else { return }  // cancelled
-        _ = last.receive(value)
-        last.receive(completion: completion)
+        // Demand for more is irrelevant now; a `cancel()` during this delivery suppresses the
+        // completion, so at most the value already decided on follows a concurrent cancel.
+        _ = downstream.receive(value)
+        state.withLock { $0.deliveredLastValue() }?.receive(completion: completion)
         return
       }
     }

@@ -68,6 +68,14 @@ struct SubscriberLifecycle<Payload> {
     }
   }
 
+  /// The payload until the subscriber is terminal.
+  var payload: Payload? {
+    switch state {
+    case .awaitingSubscription(let payload), .subscribed(_, let payload): payload
+    case .terminal: nil
+    }
+  }
+
   /// The subscription while subscribed.
   var subscription: (any Subscription)? {
     if case .subscribed(let subscription, _) = state { return subscription }
@@ -113,6 +121,11 @@ final class LifecycleBox<Payload>: @unchecked Sendable {
     let (upstream, payload) = lifecycle.withLock { $0.cancelled() }
     upstream?.cancel()
     withExtendedLifetime(payload) {}
+  }
+
+  /// The payload, until completion or cancellation.
+  var payload: Payload? {
+    lifecycle.withLock { $0.payload }
   }
 
   /// The current subscription, if subscribed.

@@ -68,8 +68,9 @@ private protocol FutureWaiter<Output, Failure>: AnyObject {
   func fulfilled(with result: Result<Output, Failure>)
 }
 
-/// States: `waiting(demand?, result?)` → `terminal` once both a result and (for a success)
-/// demand are there, or on cancel. Exactly one thread performs the delivery.
+/// States: `waiting(demand?, result?)` → `delivering` once both a result and (for a success)
+/// demand are there → `terminal` after the completion, or on cancel. Exactly one thread performs
+/// the delivery; a `cancel()` while it delivers the value suppresses the completion.
 private final class FutureSubscription<Downstream: Subscriber>: Subscription, FutureWaiter,
   CustomStringConvertible, CustomPlaygroundDisplayConvertible, @unchecked Sendable
 {
@@ -78,18 +79,28 @@ private final class FutureSubscription<Downstream: Subscriber>: Subscription, Fu
   typealias Failure = Downstream.Failure
 
   private struct State {
+    /// `nil` once terminal (completed or cancelled).
     var downstream: Downstream?
     var future: Future<Output, Failure>?
     var hasDemand = false
     var result: Result<Output, Failure>?
+    /// A thread is delivering the value; the completion follows unless cancelled meanwhile.
+    var delivering = false
 
     /// The delivery to perform once a result and (for a success) demand are both present.
     mutating func takeDelivery() -> (Downstream, Result<Output, Failure>)? {
-      guard let downstream, let result else { return nil }
+      guard !delivering, let downstream, let result else { return nil }
       if case .success = result, !hasDemand { return nil }
-      self.downstream = nil
+      delivering = true
       future = nil
+      if case .failure = result { self.downstream = nil }
       return (downstream, result)
+    }
+
+    /// After the value: the downstream to complete, unless cancelled during the delivery.
+    mutating func deliveredValue() -> Downstream? {
+      defer { downstream = nil }
+      return downstream
     }
   }
 
@@ -130,7 +141,7 @@ private final class FutureSubscription<Downstream: Subscriber>: Subscription, Fu
     switch result {
     case .success(let value):
       _ = downstream.receive(value)
-      downstream.receive(completion: .finished)
+      state.withLock { $0.deliveredValue() }?.receive(completion: .finished)
     case .failure(let error):
       downstream.receive(completion: .failure(error))
     }

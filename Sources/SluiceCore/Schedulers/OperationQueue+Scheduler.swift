@@ -24,7 +24,8 @@ extension OperationQueue: Scheduler {
     after date: SchedulerTimeType, tolerance: SchedulerTimeType.Stride,
     options: SchedulerOptions?, _ action: @escaping () -> Void
   ) {
-    _ = enqueue(after: date, interval: nil, tolerance: tolerance, action)
+    // Kept alive by its own timer until it fires.
+    enqueue(after: date, interval: nil, tolerance: tolerance, action)
   }
 
   /// Adds `action` to this queue at `date` and every `interval` after, until cancelled.
@@ -33,24 +34,29 @@ extension OperationQueue: Scheduler {
     tolerance: SchedulerTimeType.Stride, options: SchedulerOptions?,
     _ action: @escaping () -> Void
   ) -> any Cancellable {
-    enqueue(after: date, interval: interval, tolerance: tolerance, action)
+    let delayed = enqueue(after: date, interval: interval, tolerance: tolerance, action)
+    return AnyCancellable { delayed.cancel() }
   }
 
   /// A timer on a private dispatch queue that adds an operation to this queue each time it
   /// fires; cancelling stops the timer and skips operations not yet started.
+  @discardableResult
   private func enqueue(
     after date: SchedulerTimeType, interval: SchedulerTimeType.Stride?,
     tolerance: SchedulerTimeType.Stride, _ action: @escaping () -> Void
-  ) -> AnyCancellable {
+  ) -> DelayedOperation {
     let delayed = DelayedOperation(queue: self, action: action)
     delayed.start(
       delay: Swift.max(0, date.date.timeIntervalSinceNow), interval: interval?.timeInterval,
       tolerance: tolerance.timeInterval)
-    return AnyCancellable { delayed.cancel() }
+    return delayed
   }
 }
 
 /// Adds an action to an operation queue when a timer fires (once, or repeatedly).
+///
+/// The timer's handler holds the object, so it lives until it has fired once (one-shot) or
+/// until `cancel()` (repeating).
 private final class DelayedOperation: @unchecked Sendable {
   // Safety: `action` only runs inside operations on `queue`; `queue` and `timer` are immutable
   // and thread-safe; `cancelled` is atomic.

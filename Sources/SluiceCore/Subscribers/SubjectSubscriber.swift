@@ -45,7 +45,7 @@ final class SubjectSubscriber<Downstream: Subject>: Subscriber, Subscription,
 
   var description: String { "Subject" }
   var customMirror: Mirror {
-    Mirror(self, children: ["downstreamSubject": box.payloadForValue() as Any])
+    Mirror(self, children: ["downstreamSubject": box.payload as Any])
   }
   var playgroundDescription: Any { description }
 }

@@ -23,7 +23,7 @@ extension Subscribers {
     public let keyPath: ReferenceWritableKeyPath<Root, Input>
 
     /// The object that contains the property, until the subscriber completes or is cancelled.
-    public var object: Root? { box.payloadForValue()?.object }
+    public var object: Root? { box.payload?.object }
 
     /// Creates a subscriber that assigns each value to `object[keyPath: keyPath]`.
     public init(object: Root, keyPath: ReferenceWritableKeyPath<Root, Input>) {

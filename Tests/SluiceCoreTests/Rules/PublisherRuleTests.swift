@@ -1,0 +1,183 @@
+import Dispatch
+import SluiceCore
+import SluiceTesting
+import Testing
+
+/// The rules every publisher obeys, run against every publisher of the module.
+@Suite("Publisher rules")
+struct PublisherRuleTests {
+  /// Demand scripts: (initial demand, demand returned after each value).
+  static let demandGrid: [(Subscribers.Demand, Subscribers.Demand)] = [
+    (.max(1), .none), (.max(1), .max(1)), (.max(2), .none), (.max(3), .max(2)),
+    (.unlimited, .none), (.none, .none), (.max(1), .unlimited),
+  ]
+
+  @Test("never more than demanded, for each demand script", arguments: PublisherCase.all)
+  func neverMoreThanDemanded(_ publisher: PublisherCase) async {
+    for (initial, perValue) in Self.demandGrid {
+      let checker = RuleChecker()
+      let recorder = RecordingSubscriber<Int, Never>(
+        initialDemand: initial, demandPerValue: perValue)
+      publisher.make().checkingRules(checker).subscribe(recorder)
+      // Allowed values: initial + perValue after each delivered one.
+      var allowed = initial
+      var count = 0
+      while count < publisher.expected.count, allowed > count {
+        count += 1
+        allowed += perValue
+      }
+      let expected = Array(publisher.expected.prefix(count))
+      if count == publisher.expected.count {
+        await recorder.waitForCompletion()
+      } else {
+        await recorder.waitForValues(count: count)
+      }
+      #expect(recorder.values == expected, "\(initial), then \(perValue) per value")
+      #expect(checker.violations.isEmpty, "\(checker.violations)")
+    }
+  }
+
+  @Test("delivers exactly what is requested, request by request", arguments: PublisherCase.all)
+  func exactDemand(_ publisher: PublisherCase) async {
+    let checker = RuleChecker()
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
+    publisher.make().checkingRules(checker).subscribe(recorder)
+    for index in publisher.expected.indices {
+      recorder.request(.max(1))
+      let values = await recorder.waitForValues(count: index + 1)
+      #expect(values == Array(publisher.expected.prefix(index + 1)))
+    }
+    if publisher.expected.isEmpty || recorder.completion == nil {
+      recorder.request(.max(1))
+    }
+    #expect(await recorder.waitForCompletion() == .finished)
+    #expect(recorder.values == publisher.expected)
+    #expect(checker.violations.isEmpty, "\(checker.violations)")
+  }
+
+  @Test("re-entrant demand from inside receive(_:)", arguments: PublisherCase.all)
+  func reentrantDemand(_ publisher: PublisherCase) async {
+    let checker = RuleChecker()
+    let subscription = Box<any Subscription>()
+    let values = Box<[Int]>([])
+    let done = AsyncStream<Void>.makeStream()
+    let probe = Probe<Int, Never>(
+      onSubscription: { subscription.set($0); $0.request(.max(1)) },
+      onValue: { value in
+        values.update { $0?.append(value) }
+        subscription.value?.request(.max(1))  // re-enters the publisher
+        return .none
+      },
+      onCompletion: { _ in done.continuation.finish() })
+    publisher.make().checkingRules(checker).subscribe(probe)
+    for await _ in done.stream {}
+    #expect(values.value == publisher.expected)
+    #expect(checker.violations.isEmpty, "\(checker.violations)")
+  }
+
+  @Test("cancel from inside receive(_:) stops everything", arguments: PublisherCase.all)
+  func cancelInsideReceive(_ publisher: PublisherCase) async {
+    guard publisher.expected.count > 1 else { return }
+    let checker = RuleChecker()
+    let subscription = Box<any Subscription>()
+    let received = Box<[Int]>([])
+    let completed = Box<Bool>(false)
+    let probe = Probe<Int, Never>(
+      onSubscription: { subscription.set($0); $0.request(.unlimited) },
+      onValue: { value in
+        received.update { $0?.append(value) }
+        subscription.value?.cancel()
+        return .max(5)
+      },
+      onCompletion: { _ in completed.set(true) })
+    publisher.make().checkingRules(checker).subscribe(probe)
+    #expect(received.value == [publisher.expected[0]])
+    #expect(completed.value == false)
+    #expect(checker.violations.isEmpty, "\(checker.violations)")
+  }
+
+  @Test("cancel() is idempotent and thread-safe; nothing after it", arguments: PublisherCase.all)
+  func concurrentCancel(_ publisher: PublisherCase) async {
+    let checker = RuleChecker()
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
+    publisher.make().checkingRules(checker).subscribe(recorder)
+    guard let subscription = recorder.subscription.map(Shared.init) else {
+      // Publishers with nothing to send complete at once.
+      #expect(recorder.completion == .finished)
+      return
+    }
+    concurrently(64) { _ in subscription.value.cancel() }
+    subscription.value.request(.unlimited)
+    #expect(recorder.values.isEmpty)
+    #expect(checker.violations.isEmpty, "\(checker.violations)")
+  }
+
+  @Test("concurrent request() and cancel() from many threads", arguments: PublisherCase.all)
+  func requestCancelHammer(_ publisher: PublisherCase) async {
+    for round in 0..<20 {
+      let checker = RuleChecker()
+      let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
+      publisher.make().checkingRules(checker).subscribe(recorder)
+      guard let subscription = recorder.subscription.map(Shared.init) else { continue }
+      concurrently(16) { index in
+        if index == 8 + round % 8 {
+          subscription.value.cancel()
+        } else {
+          subscription.value.request(.max(1))
+        }
+      }
+      let values = recorder.values
+      #expect(values == Array(publisher.expected.prefix(values.count)))
+      #expect(checker.violations.isEmpty, "\(checker.violations)")
+    }
+  }
+
+  @Test("concurrent requests deliver everything once, in order", arguments: PublisherCase.all)
+  func concurrentRequests(_ publisher: PublisherCase) async {
+    let checker = RuleChecker()
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
+    publisher.make().checkingRules(checker).subscribe(recorder)
+    if let subscription = recorder.subscription.map(Shared.init) {
+      concurrently(max(1, publisher.expected.count)) { _ in subscription.value.request(.max(1)) }
+    }
+    if recorder.completion == nil, publisher.expected.isEmpty {
+      recorder.request(.max(1))
+    }
+    #expect(await recorder.waitForCompletion() == .finished)
+    #expect(recorder.values == publisher.expected)
+    #expect(checker.violations.isEmpty, "\(checker.violations)")
+  }
+
+  @Test("the subscriber is released after completion", arguments: PublisherCase.all)
+  func releasedAfterCompletion(_ publisher: PublisherCase) async {
+    let subscription = Box<any Subscription>()
+    let done = AsyncStream<Void>.makeStream()
+    weak var weakProbe: Probe<Int, Never>?
+    do {
+      let probe = Probe<Int, Never>(
+        onSubscription: { subscription.set($0); $0.request(.unlimited) },
+        onCompletion: { _ in done.continuation.finish() })
+      weakProbe = probe
+      publisher.make().subscribe(probe)
+    }
+    for await _ in done.stream {}
+    withExtendedLifetime(subscription.value) {
+      #expect(weakProbe == nil, "the subscription still holds its subscriber after completion")
+    }
+  }
+
+  @Test("the subscriber is released after cancel()", arguments: PublisherCase.all)
+  func releasedAfterCancel(_ publisher: PublisherCase) {
+    let subscription = Box<any Subscription>()
+    weak var weakProbe: Probe<Int, Never>?
+    do {
+      let probe = Probe<Int, Never>(onSubscription: { subscription.set($0) })
+      weakProbe = probe
+      publisher.make().subscribe(probe)
+    }
+    subscription.value?.cancel()
+    withExtendedLifetime(subscription.value) {
+      #expect(weakProbe == nil, "the subscription still holds its subscriber after cancel()")
+    }
+  }
+}

@@ -1,0 +1,202 @@
+import SluiceCore
+import SluiceTesting
+import Testing
+
+@Suite("Subscribers.Sink")
+struct SinkTests {
+  @Test func requestsUnlimitedAndReceivesEverything() {
+    let upstream = TestPublisher<Int, TestError>()
+    let values = Box<[Int]>([])
+    let completion = Box<Subscribers.Completion<TestError>>()
+    let cancellable = upstream.sink(
+      receiveCompletion: { completion.set($0) },
+      receiveValue: { value in values.update { $0?.append(value) } })
+    #expect(upstream.subscriptions.first?.requests == [.unlimited])
+    upstream.send(1)
+    upstream.send(2)
+    upstream.send(completion: .failure(TestError()))
+    #expect(values.value == [1, 2])
+    #expect(completion.value == .failure(TestError()))
+    cancellable.cancel()
+  }
+
+  @Test func cancelsASecondSubscription() {
+    let sink = Subscribers.Sink<Int, Never>(receiveCompletion: { _ in }, receiveValue: { _ in })
+    let first = TestSubscription()
+    let second = TestSubscription()
+    sink.receive(subscription: first)
+    sink.receive(subscription: second)
+    #expect(first.requests == [.unlimited] && first.cancelCount == 0)
+    #expect(second.requests.isEmpty && second.cancelCount == 1)
+  }
+
+  @Test func cancelIsIdempotentThreadSafeAndReleasesClosures() {
+    let subscription = TestSubscription()
+    weak var weakTracker: Tracker?
+    let sink: Subscribers.Sink<Int, Never>
+    do {
+      let tracker = Tracker()
+      weakTracker = tracker
+      sink = Subscribers.Sink(receiveCompletion: { _ in tracker.touch() }, receiveValue: { _ in tracker.touch() })
+    }
+    sink.receive(subscription: subscription)
+    let shared = Shared(sink)
+    concurrently(32) { _ in shared.value.cancel() }
+    #expect(subscription.cancelCount == 1)
+    #expect(weakTracker == nil, "closures are released on cancel")
+    #expect(sink.receive(1) == .none)
+  }
+
+  @Test func completionReleasesClosuresAndNothingFollows() {
+    let values = Box<[Int]>([])
+    weak var weakTracker: Tracker?
+    let sink: Subscribers.Sink<Int, Never>
+    do {
+      let tracker = Tracker()
+      weakTracker = tracker
+      sink = Subscribers.Sink(
+        receiveCompletion: { _ in tracker.touch() },
+        receiveValue: { value in values.update { $0?.append(value) } })
+    }
+    sink.receive(subscription: TestSubscription())
+    _ = sink.receive(1)
+    sink.receive(completion: .finished)
+    _ = sink.receive(2)
+    #expect(values.value == [1])
+    #expect(weakTracker == nil)
+  }
+
+  @Test func anyCancellableCancelsOnDeinit() {
+    let upstream = TestPublisher<Int, Never>()
+    do {
+      _ = upstream.sink { _ in }
+    }
+    #expect(upstream.subscriptions.first?.cancelCount == 1)
+  }
+
+  @Test func descriptions() {
+    let sink = Subscribers.Sink<Int, Never>(receiveCompletion: { _ in }, receiveValue: { _ in })
+    #expect(String(describing: sink) == "Sink")
+    #expect(sink.playgroundDescription as? String == "Sink")
+  }
+}
+
+/// An object whose lifetime tests watch.
+final class Tracker: @unchecked Sendable {
+  // Safety: no state.
+  func touch() {}
+}
+
+@Suite("Subscribers.Assign")
+struct AssignTests {
+  final class Model: @unchecked Sendable {
+    // Safety: written only by the serial pipeline under test.
+    var value = 0
+  }
+
+  @Test func assignsEachValueAndReleasesTheObjectOnCompletion() {
+    let subject = PassthroughSubject<Int, Never>()
+    weak var weakModel: Model?
+    var cancellable: AnyCancellable?
+    do {
+      let model = Model()
+      weakModel = model
+      cancellable = subject.assign(to: \.value, on: model)
+      subject.send(3)
+      #expect(model.value == 3)
+    }
+    #expect(weakModel != nil, "held strongly until completion")
+    subject.send(completion: .finished)
+    #expect(weakModel == nil)
+    _ = cancellable
+  }
+
+  @Test func cancelReleasesTheObject() {
+    let subject = PassthroughSubject<Int, Never>()
+    weak var weakModel: Model?
+    let cancellable: AnyCancellable
+    do {
+      let model = Model()
+      weakModel = model
+      cancellable = subject.assign(to: \.value, on: model)
+    }
+    cancellable.cancel()
+    #expect(weakModel == nil)
+  }
+
+  @Test func description() {
+    let assign = Subscribers.Assign(object: Model(), keyPath: \.value)
+    #expect(assign.description == "Assign Model.")
+    #expect(assign.object != nil)
+  }
+}
+
+@Suite("AnySubscriber")
+struct AnySubscriberTests {
+  @Test func wrapsASubscriberAndKeepsItsIdentityAndDescription() {
+    let recorder = RecordingSubscriber<Int, Never>()
+    let erased = AnySubscriber(recorder)
+    #expect(erased.combineIdentifier == recorder.combineIdentifier)
+    #expect(erased.description == "RecordingSubscriber")
+    [1, 2].publisher.subscribe(erased)
+    #expect(recorder.values == [1, 2])
+    #expect(AnySubscriber(erased).combineIdentifier == erased.combineIdentifier)
+  }
+
+  @Test func fromClosures() {
+    let values = Box<[Int]>([])
+    let erased = AnySubscriber<Int, Never>(
+      receiveSubscription: { $0.request(.max(2)) },
+      receiveValue: { value in values.update { $0?.append(value) }; return .none })
+    [1, 2, 3].publisher.subscribe(erased)
+    #expect(values.value == [1, 2])
+    #expect(erased.description == "Anonymous AnySubscriber")
+    #expect(erased.playgroundDescription as? String == "Anonymous AnySubscriber")
+    let silent = AnySubscriber<Int, Never>()
+    #expect(silent.receive(1) == .none)
+  }
+
+  @Test func fromASubject() {
+    let subject = PassthroughSubject<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    subject.subscribe(recorder)
+    let erased = AnySubscriber(subject)
+    #expect(erased.description == "Subject")
+    [4, 5].publisher.subscribe(erased)
+    #expect(recorder.values == [4, 5])
+    #expect(recorder.completion == .finished)
+  }
+}
+
+@Suite("AnyCancellable")
+struct AnyCancellableTests {
+  @Test func cancelRunsOnceFromManyThreads() {
+    let count = Box<Int>(0)
+    let cancellable = AnyCancellable { count.update { $0! += 1 } }
+    let shared = Shared(cancellable)
+    concurrently(64) { _ in shared.value.cancel() }
+    #expect(count.value == 1)
+  }
+
+  @Test func storeInSetAndCollection() {
+    let count = Box<Int>(0)
+    var set = Set<AnyCancellable>()
+    var array = [AnyCancellable]()
+    AnyCancellable { count.update { $0! += 1 } }.store(in: &set)
+    AnyCancellable { count.update { $0! += 1 } }.store(in: &array)
+    TestSubscription().store(in: &set)
+    #expect(set.count == 2 && array.count == 1)
+    set.removeAll()
+    array.removeAll()
+    #expect(count.value == 2, "deinit cancels")
+  }
+
+  @Test func wrapsACancellable() {
+    let subscription = TestSubscription()
+    AnyCancellable(subscription).cancel()
+    #expect(subscription.cancelCount == 1)
+    let inner = AnyCancellable(subscription)
+    AnyCancellable(inner).cancel()
+    #expect(subscription.cancelCount == 2)
+  }
+}

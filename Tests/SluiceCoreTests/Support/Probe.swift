@@ -1,0 +1,51 @@
+import Dispatch
+import SluiceCore
+
+/// A subscriber that holds nothing but closures, so tests can check that a subscription
+/// releases its subscriber (the test keeps the subscription, drops the probe, and checks a weak
+/// reference).
+final class Probe<Input, Failure: Error>: Subscriber, @unchecked Sendable {
+  // Safety: closures are set once at init; the publisher rules keep calls serial.
+  let onSubscription: (any Subscription) -> Void
+  let onValue: (Input) -> Subscribers.Demand
+  let onCompletion: (Subscribers.Completion<Failure>) -> Void
+
+  init(
+    onSubscription: @escaping (any Subscription) -> Void,
+    onValue: @escaping (Input) -> Subscribers.Demand = { _ in .none },
+    onCompletion: @escaping (Subscribers.Completion<Failure>) -> Void = { _ in }
+  ) {
+    self.onSubscription = onSubscription
+    self.onValue = onValue
+    self.onCompletion = onCompletion
+  }
+
+  func receive(subscription: any Subscription) { onSubscription(subscription) }
+  func receive(_ input: Input) -> Subscribers.Demand { onValue(input) }
+  func receive(completion: Subscribers.Completion<Failure>) { onCompletion(completion) }
+}
+
+/// A place for a test to keep a value that closures set (a subscription, a count).
+final class Box<Value>: @unchecked Sendable {
+  // Safety: every access goes through the lock.
+  private let lock: Lock<Value?>
+  init(_ value: Value? = nil) { lock = Lock(value) }
+  func set(_ value: Value) { lock.withLock { $0 = value } }
+  var value: Value? { lock.withLock { $0 } }
+  func update<R>(_ body: (inout Value?) -> R) -> R { lock.withLock(body) }
+}
+
+/// Runs `body(i)` for `i` in `0..<iterations`, spread over every core at once.
+func concurrently(_ iterations: Int, _ body: @Sendable (Int) -> Void) {
+  DispatchQueue.concurrentPerform(iterations: iterations, execute: body)
+}
+
+/// An error for failing publishers in tests.
+struct TestError: Error, Hashable, Codable, CustomStringConvertible {
+  var code = 1
+  var description: String { "TestError(\(code))" }
+}
+
+/// A subscription (or other value that is thread-safe by contract but not `Sendable` by type)
+/// shared with the threads of a concurrency test.
+typealias Shared<Value> = UncheckedSendable<Value>
