@@ -27,14 +27,20 @@ let package = Package(
     .target(
       name: "Sluice", dependencies: ["SluiceCore", "SluiceAsync", "SluiceTesting"],
       swiftSettings: strict),
+    .target(
+      name: "SluiceExamples", dependencies: ["Sluice"], path: "Examples/SluiceExamples",
+      swiftSettings: strict),
     .executableTarget(
-      name: "SluiceTour", dependencies: ["Sluice"], path: "Examples/Tour", swiftSettings: strict),
+      name: "SluiceTour", dependencies: ["SluiceExamples"], path: "Examples/Tour",
+      swiftSettings: strict),
     .testTarget(
       name: "SluiceCoreTests", dependencies: ["SluiceCore", "SluiceTesting"],
       swiftSettings: strict),
     .testTarget(
       name: "SluiceAsyncTests", dependencies: ["SluiceAsync", "SluiceTesting"],
       swiftSettings: strict),
+    .testTarget(
+      name: "SluiceExamplesTests", dependencies: ["SluiceExamples"], swiftSettings: strict),
     .testTarget(
       name: "SluiceTestingTests", dependencies: ["SluiceCore", "SluiceTesting"],
       swiftSettings: strict),

@@ -1,1 +1,6 @@
-print("tour")
+// The Sluice examples tour: `swift run sluice-tour`.
+import SluiceExamples
+
+for line in await runTour() {
+  print(line)
+}

@@ -1,3 +1,6 @@
+public import SluiceCore
+import Synchronization
+
 #if canImport(Glibc)
   import Glibc
 #elseif canImport(Musl)
@@ -5,8 +8,6 @@
 #elseif canImport(Darwin)
   import Darwin
 #endif
-public import SluiceCore
-import Synchronization
 
 /// A rule of the publisher–subscriber contract that a publisher broke.
 public struct RuleViolation: Equatable, Sendable, CustomStringConvertible {
@@ -136,7 +137,10 @@ private final class RuleCheckingSubscriber<Downstream: Subscriber>: Subscriber, 
     self.checker = checker
   }
 
-  var description: String { "RuleChecker" }
+  /// The checked subscription's own description: the checker is transparent.
+  var description: String {
+    state.withLock { $0.upstream }.map { String(describing: $0) } ?? "RuleChecker"
+  }
 
   // MARK: Signals from upstream
 

@@ -111,18 +111,20 @@ private final class FutureSubscription<Downstream: Subscriber>: Subscription, Fu
   }
 
   func fulfilled(with result: Result<Output, Failure>) {
-    deliver(state.withLock { state in
-      state.result = result
-      return state.takeDelivery()
-    })
+    deliver(
+      state.withLock { state in
+        state.result = result
+        return state.takeDelivery()
+      })
   }
 
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: "Future")
-    deliver(state.withLock { state in
-      state.hasDemand = true
-      return state.takeDelivery()
-    })
+    deliver(
+      state.withLock { state in
+        state.hasDemand = true
+        return state.takeDelivery()
+      })
   }
 
   func cancel() {

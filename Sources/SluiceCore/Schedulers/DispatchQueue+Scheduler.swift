@@ -67,7 +67,8 @@ extension DispatchQueue: Scheduler {
 
       /// Creates a stride of `value` seconds.
       public init(integerLiteral value: Int) {
-        magnitude = value.multipliedReportingOverflow(by: 1_000_000_000).overflow
+        magnitude =
+          value.multipliedReportingOverflow(by: 1_000_000_000).overflow
           ? (value < 0 ? .min : .max) : value * 1_000_000_000
       }
 

@@ -166,7 +166,9 @@ struct SimplePublisherTests {
     let never = RecordingSubscriber<Int, Never>()
     Empty<Int, Never>(completeImmediately: false).subscribe(never)
     #expect(never.events == [.subscription("Empty")])
-    #expect(Empty<Int, Never>() == Empty(completeImmediately: true, outputType: Int.self, failureType: Never.self))
+    #expect(
+      Empty<Int, Never>()
+        == Empty(completeImmediately: true, outputType: Int.self, failureType: Never.self))
     #expect(Empty<Int, Never>() != Empty(completeImmediately: false))
   }
 
@@ -174,7 +176,8 @@ struct SimplePublisherTests {
     let recorder = RecordingSubscriber<Int, TestError>(initialDemand: .none)
     Fail<Int, TestError>(error: TestError(code: 5)).subscribe(recorder)
     #expect(recorder.events == [.subscription("Empty"), .completion(.failure(TestError(code: 5)))])
-    #expect(Fail(outputType: Int.self, failure: TestError()) == Fail<Int, TestError>(error: TestError()))
+    #expect(
+      Fail(outputType: Int.self, failure: TestError()) == Fail<Int, TestError>(error: TestError()))
   }
 
   @Test func deferredCreatesAPublisherPerSubscriber() {

@@ -62,7 +62,9 @@ struct PublisherRuleTests {
     let values = Box<[Int]>([])
     let done = AsyncStream<Void>.makeStream()
     let probe = Probe<Int, Never>(
-      onSubscription: { subscription.set($0); $0.request(.max(1)) },
+      onSubscription: {
+        subscription.set($0); $0.request(.max(1))
+      },
       onValue: { value in
         values.update { $0?.append(value) }
         subscription.value?.request(.max(1))  // re-enters the publisher
@@ -83,7 +85,9 @@ struct PublisherRuleTests {
     let received = Box<[Int]>([])
     let completed = Box<Bool>(false)
     let probe = Probe<Int, Never>(
-      onSubscription: { subscription.set($0); $0.request(.unlimited) },
+      onSubscription: {
+        subscription.set($0); $0.request(.unlimited)
+      },
       onValue: { value in
         received.update { $0?.append(value) }
         subscription.value?.cancel()
@@ -155,7 +159,9 @@ struct PublisherRuleTests {
     weak var weakProbe: Probe<Int, Never>?
     do {
       let probe = Probe<Int, Never>(
-        onSubscription: { subscription.set($0); $0.request(.unlimited) },
+        onSubscription: {
+          subscription.set($0); $0.request(.unlimited)
+        },
         onCompletion: { _ in done.continuation.finish() })
       weakProbe = probe
       publisher.make().subscribe(probe)

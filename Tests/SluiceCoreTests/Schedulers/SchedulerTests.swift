@@ -116,7 +116,8 @@ struct SchedulerTests {
         yield.value.finish()
       }
       let deadline = Date().addingTimeInterval(10)
-      while Date() < deadline, runLoop.run(mode: .default, before: Date().addingTimeInterval(0.05)) {
+      while Date() < deadline, runLoop.run(mode: .default, before: Date().addingTimeInterval(0.05))
+      {
         if Thread.current.isCancelled { break }
       }
     }

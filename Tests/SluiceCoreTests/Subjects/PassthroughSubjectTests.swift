@@ -42,7 +42,10 @@ struct PassthroughSubjectTests {
     subject.send(completion: .failure(TestError(code: 7)))
     subject.send(completion: .finished)
     subject.send(1)
-    #expect(early.events == [.subscription("PassthroughSubject"), .completion(.failure(TestError(code: 7)))])
+    #expect(
+      early.events == [
+        .subscription("PassthroughSubject"), .completion(.failure(TestError(code: 7))),
+      ])
     let late = RecordingSubscriber<Int, TestError>()
     subject.subscribe(late)
     #expect(late.events == [.subscription("Empty"), .completion(.failure(TestError(code: 7)))])
@@ -63,8 +66,12 @@ struct PassthroughSubjectTests {
     let received = Box<[Int]>([])
     do {
       let probe = Probe<Int, Never>(
-        onSubscription: { subscription.set($0); $0.request(.unlimited) },
-        onValue: { value in received.update { $0?.append(value) }; return .none })
+        onSubscription: {
+          subscription.set($0); $0.request(.unlimited)
+        },
+        onValue: { value in
+          received.update { $0?.append(value) }; return .none
+        })
       weakProbe = probe
       subject.subscribe(probe)
     }

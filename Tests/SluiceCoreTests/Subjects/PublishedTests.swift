@@ -99,7 +99,9 @@ struct PublishedTests {
     publisher.send()
     publisher.send()
     #expect(recorder.values.count == 1)
-    #expect(recorder.events.first.map(String.init(describing:)) == "subscription(ObservableObjectPublisher)")
+    #expect(
+      recorder.events.first.map(String.init(describing:))
+        == "subscription(ObservableObjectPublisher)")
   }
 }
 

@@ -85,10 +85,12 @@ struct DemandTests {
   @Test func codable() throws {
     struct Wrapper: Codable, Equatable { var value: Demand }
     let encoder = JSONEncoder()
-    #expect(String(decoding: try encoder.encode(Wrapper(value: .max(42))), as: UTF8.self)
-      == #"{"value":42}"#)
-    #expect(String(decoding: try encoder.encode(Wrapper(value: .unlimited)), as: UTF8.self)
-      == #"{"value":\#(UInt(Int.max) + 1)}"#)
+    #expect(
+      String(decoding: try encoder.encode(Wrapper(value: .max(42))), as: UTF8.self)
+        == #"{"value":42}"#)
+    #expect(
+      String(decoding: try encoder.encode(Wrapper(value: .unlimited)), as: UTF8.self)
+        == #"{"value":\#(UInt(Int.max) + 1)}"#)
     let decoder = JSONDecoder()
     #expect(try decoder.decode(Wrapper.self, from: Data(#"{"value":7}"#.utf8)).value == .max(7))
     #expect(
@@ -115,7 +117,8 @@ struct CompletionTests {
   @Test func equalityAndHashing() {
     let finished = Subscribers.Completion<TestError>.finished
     #expect(finished == .finished)
-    #expect(Subscribers.Completion<TestError>.failure(TestError(code: 1)) != .failure(TestError(code: 2)))
+    #expect(
+      Subscribers.Completion<TestError>.failure(TestError(code: 1)) != .failure(TestError(code: 2)))
     #expect(Set([finished, .finished, .failure(TestError())]).count == 2)
   }
 

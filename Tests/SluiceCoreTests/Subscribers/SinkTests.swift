@@ -37,7 +37,8 @@ struct SinkTests {
     do {
       let tracker = Tracker()
       weakTracker = tracker
-      sink = Subscribers.Sink(receiveCompletion: { _ in tracker.touch() }, receiveValue: { _ in tracker.touch() })
+      sink = Subscribers.Sink(
+        receiveCompletion: { _ in tracker.touch() }, receiveValue: { _ in tracker.touch() })
     }
     sink.receive(subscription: subscription)
     let shared = Shared(sink)
@@ -147,7 +148,9 @@ struct AnySubscriberTests {
     let values = Box<[Int]>([])
     let erased = AnySubscriber<Int, Never>(
       receiveSubscription: { $0.request(.max(2)) },
-      receiveValue: { value in values.update { $0?.append(value) }; return .none })
+      receiveValue: { value in
+        values.update { $0?.append(value) }; return .none
+      })
     [1, 2, 3].publisher.subscribe(erased)
     #expect(values.value == [1, 2])
     #expect(erased.description == "Anonymous AnySubscriber")

@@ -1,0 +1,26 @@
+import Sluice
+
+/// A `PassthroughSubject` feeding a fast and a slow subscriber, and a `CurrentValueSubject`
+/// whose subscriber catches up with the latest value.
+@Sendable func subjectsTour() async -> [String] {
+  var lines: [String] = []
+
+  let prices = PassthroughSubject<Int, Never>()
+  let everything = RecordingSubscriber<Int, Never>()
+  let firstTwo = RecordingSubscriber<Int, Never>(initialDemand: .max(2))
+  prices.subscribe(everything)
+  prices.subscribe(firstTwo)
+  for price in [100, 101, 99, 102] { prices.send(price) }
+  prices.send(completion: .finished)
+  lines.append("unlimited demand got \(everything.values), then \(everything.completion!)")
+  lines.append("demand of 2 got \(firstTwo.values): the rest was dropped, as in Combine")
+
+  let status = CurrentValueSubject<String, Never>("idle")
+  let watcher = RecordingSubscriber<String, Never>(initialDemand: .max(1))
+  status.subscribe(watcher)
+  status.value = "loading"  // no demand: missed...
+  status.value = "ready"  // ...and this too
+  watcher.request(.max(1))  // ...but the next request delivers the latest value
+  lines.append("CurrentValueSubject subscriber saw \(watcher.values)")
+  return lines
+}

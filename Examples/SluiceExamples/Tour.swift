@@ -1,0 +1,26 @@
+/// One section of the examples tour: a title and a pipeline that reports what it produced.
+public struct TourSection: Sendable {
+  public let title: String
+  public let run: @Sendable () async -> [String]
+}
+
+/// Every section of the tour, in the order `sluice-tour` prints them.
+public let tour: [TourSection] = [
+  TourSection(title: "Just and Sequence.publisher, demand by demand", run: demandTour),
+  TourSection(title: "Subjects: each subscriber at its own pace", run: subjectsTour),
+  TourSection(title: "Future fulfilled on another thread, awaited from a task", run: futureTour),
+  TourSection(title: "@Published and ObservableObject", run: publishedTour),
+  TourSection(title: "Schedulers: virtual time and a dispatch queue", run: schedulersTour),
+  TourSection(
+    title: "Record, and the rule checker catching a misbehaving publisher", run: rulesTour),
+]
+
+/// Runs every section and returns the tour's full output, section by section.
+public func runTour() async -> [String] {
+  var output: [String] = []
+  for section in tour {
+    output.append("== \(section.title)")
+    output += await section.run()
+  }
+  return output
+}
