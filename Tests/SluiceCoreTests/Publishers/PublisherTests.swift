@@ -38,8 +38,40 @@ struct SingleValuePublisherTests {
       Just(1).subscribe(recorder)
       recorder.request(.none)
     }
-    let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    let message = standardError(of: result)
     #expect(message.contains("API Violation: request(.none) on a Just subscription"))
+  }
+
+  @Test func zeroDemandTrapsForOptionalAndResult() async {
+    let optionalExit = await #expect(
+      processExitsWith: .failure, observing: [\.standardErrorContent]
+    ) {
+      let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
+      Optional(1).publisher.subscribe(recorder)
+      recorder.request(.none)
+    }
+    #expect(
+      standardError(of: optionalExit)
+        .contains("API Violation: request(.none) on a Optional subscription"))
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
+      Result<Int, Never>.success(1).publisher.subscribe(recorder)
+      recorder.request(.none)
+    }
+    #expect(
+      standardError(of: result)
+        .contains("API Violation: request(.none) on a Once subscription"))
+  }
+
+  @Test func zeroDemandTrapsForCurrentValueSubject() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
+      CurrentValueSubject<Int, Never>(1).subscribe(recorder)
+      recorder.request(.none)
+    }
+    #expect(
+      standardError(of: result)
+        .contains("API Violation: request(.none) on a CurrentValueSubject subscription"))
   }
 
   @Test func zeroDemandTrapsForFuture() async {
@@ -48,7 +80,7 @@ struct SingleValuePublisherTests {
       Future<Int, Never> { $0(.success(1)) }.subscribe(recorder)
       recorder.request(.none)
     }
-    let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    let message = standardError(of: result)
     #expect(message.contains("API Violation: request(.none) on a Future subscription"))
   }
 }
@@ -152,7 +184,7 @@ struct RecordTests {
       recording.receive(completion: .finished)
       recording.receive(1)
     }
-    let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    let message = standardError(of: result)
     #expect(message.contains("API Violation: Record.Recording.receive(_:) called after"))
   }
 }

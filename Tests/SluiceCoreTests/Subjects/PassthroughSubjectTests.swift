@@ -131,7 +131,7 @@ struct PassthroughSubjectTests {
       subject.subscribe(recorder)
       recorder.request(.none)
     }
-    let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    let message = standardError(of: result)
     #expect(message.contains("API Violation: request(.none) on a PassthroughSubject subscription"))
   }
 

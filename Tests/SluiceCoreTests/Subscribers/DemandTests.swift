@@ -106,7 +106,7 @@ struct DemandTests {
       let count = Int(CommandLine.arguments.count) - 100  // negative, not constant-folded
       _ = Subscribers.Demand.max(count)
     }
-    let message = String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+    let message = standardError(of: result)
     #expect(message.contains("API Violation: Subscribers.Demand.max("))
     #expect(message.contains("demand must not be negative"))
   }

@@ -1,5 +1,6 @@
 import Dispatch
 import SluiceCore
+import Testing
 
 /// A subscriber that holds nothing but closures, so tests can check that a subscription
 /// releases its subscriber (the test keeps the subscription, drops the probe, and checks a weak
@@ -49,3 +50,8 @@ struct TestError: Error, Hashable, Codable, CustomStringConvertible {
 /// A subscription (or other value that is thread-safe by contract but not `Sendable` by type)
 /// shared with the threads of a concurrency test.
 typealias Shared<Value> = UncheckedSendable<Value>
+
+/// What an exit test's child process wrote to standard error, as text.
+func standardError(of result: ExitTest.Result?) -> String {
+  String(decoding: result?.standardErrorContent ?? [], as: UTF8.self)
+}

@@ -1,0 +1,94 @@
+import SluiceCore
+import SluiceTesting
+import Testing
+
+@Suite("Multicast, MakeConnectable, Autoconnect")
+struct ConnectableTests {
+  @Test func multicastWaitsForConnectAndSharesOneUpstreamSubscription() {
+    let upstream = TestPublisher<Int, Never>()
+    let made = Box<Int>(0)
+    let multicast = upstream.multicast { () -> PassthroughSubject<Int, Never> in
+      made.update { $0! += 1 }
+      return PassthroughSubject()
+    }
+    let a = RecordingSubscriber<Int, Never>()
+    let b = RecordingSubscriber<Int, Never>(initialDemand: .max(1))
+    multicast.subscribe(a)
+    multicast.subscribe(b)
+    #expect(upstream.subscriptions.isEmpty, "nothing flows before connect()")
+    let connection = multicast.connect()
+    #expect(upstream.subscriptions.count == 1)
+    #expect(upstream.subscriptions[0].requests == [.unlimited])
+    upstream.send(1)
+    upstream.send(2)
+    #expect(a.values == [1, 2])
+    #expect(b.values == [1], "each subscriber at its own demand")
+    #expect(made.value == 1, "the subject is made once")
+    connection.cancel()
+    #expect(upstream.subscriptions[0].cancelCount == 1)
+  }
+
+  @Test func multicastWithAGivenSubject() {
+    let subject = CurrentValueSubject<Int, Never>(0)
+    let multicast = [1, 2].publisher.multicast(subject: subject)
+    let recorder = RecordingSubscriber<Int, Never>()
+    multicast.subscribe(recorder)
+    _ = multicast.connect()
+    #expect(recorder.values == [0, 1, 2])
+    #expect(recorder.completion == .finished)
+  }
+
+  @Test func makeConnectable() {
+    let connectable = [1, 2, 3].publisher.makeConnectable()
+    let recorder = RecordingSubscriber<Int, Never>()
+    connectable.subscribe(recorder)
+    #expect(recorder.values.isEmpty)
+    _ = connectable.connect()
+    #expect(recorder.values == [1, 2, 3])
+    #expect(recorder.completion == .finished)
+  }
+
+  @Test func autoconnectConnectsOnFirstSubscriberAndDisconnectsAfterTheLast() {
+    let upstream = TestPublisher<Int, Never>()
+    let shared = upstream.makeConnectable().autoconnect()
+    let first = RecordingSubscriber<Int, Never>()
+    shared.subscribe(first)
+    #expect(upstream.subscriptions.count == 1)
+    let second = RecordingSubscriber<Int, Never>()
+    shared.subscribe(second)
+    #expect(upstream.subscriptions.count == 1, "one connection for all subscribers")
+    upstream.send(1)
+    #expect(first.values == [1] && second.values == [1])
+    first.cancel()
+    #expect(upstream.subscriptions[0].cancelCount == 0)
+    second.cancel()
+    second.cancel()
+    #expect(upstream.subscriptions[0].cancelCount == 1, "the last cancel disconnects, once")
+    let third = RecordingSubscriber<Int, Never>()
+    shared.subscribe(third)
+    #expect(upstream.subscriptions.count == 2, "a later subscriber connects again")
+    upstream.send(2)
+    #expect(third.values == [2])
+  }
+
+  @Test func autoconnectFirstSubscriberSeesSynchronousValues() {
+    let recorder = RecordingSubscriber<Int, Never>()
+    [1, 2, 3].publisher.makeConnectable().autoconnect().subscribe(recorder)
+    #expect(recorder.values == [1, 2, 3])
+    #expect(recorder.completion == .finished)
+  }
+
+  @Test func autoconnectUnderConcurrentSubscribeAndCancel() {
+    let upstream = TestPublisher<Int, Never>()
+    let shared = Shared(upstream.makeConnectable().autoconnect())
+    concurrently(32) { _ in
+      let recorder = RecordingSubscriber<Int, Never>()
+      shared.value.subscribe(recorder)
+      recorder.cancel()
+    }
+    // Every connection made was cancelled: no subscriber is left.
+    let subscriptions = upstream.subscriptions
+    #expect(!subscriptions.isEmpty)
+    #expect(subscriptions.allSatisfy { $0.cancelCount == 1 })
+  }
+}
