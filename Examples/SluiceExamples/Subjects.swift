@@ -1,7 +1,7 @@
 import Sluice
 
-/// A `PassthroughSubject` feeding a fast and a slow subscriber, and a `CurrentValueSubject`
-/// whose subscriber catches up with the latest value.
+/// A `PassthroughSubject` feeding a fast and a slow subscriber, a `CurrentValueSubject` whose
+/// subscriber catches up with the latest value, and one subscription shared by `autoconnect()`.
 @Sendable func subjectsTour() async -> [String] {
   var lines: [String] = []
 
@@ -22,5 +22,19 @@ import Sluice
   status.value = "ready"  // ...and this too
   watcher.request(.max(1))  // ...but the next request delivers the latest value
   lines.append("CurrentValueSubject subscriber saw \(watcher.values)")
+
+  // One upstream subscription shared by every subscriber: connected by the first, and
+  // disconnected when the last cancels.
+  let ticker = PassthroughSubject<String, Never>()
+  let shared = ticker.makeConnectable().autoconnect()
+  var board: [String] = []
+  let left = shared.sink { board.append("left saw \($0)") }
+  let right = shared.sink { board.append("right saw \($0)") }
+  ticker.send("AAPL")
+  left.cancel()
+  ticker.send("MSFT")
+  right.cancel()
+  ticker.send("GOOG")  // nobody connected any more
+  lines.append("autoconnect: \(board)")
   return lines
 }

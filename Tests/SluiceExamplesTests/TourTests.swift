@@ -20,6 +20,7 @@ let expectedTour: [String] = [
   "unlimited demand got [100, 101, 99, 102], then finished",
   "demand of 2 got [100, 101]: the rest was dropped, as in Combine",
   "CurrentValueSubject subscriber saw [\"idle\", \"ready\"]",
+  "autoconnect: [\"left saw AAPL\", \"right saw AAPL\", \"right saw MSFT\"]",
   "== Future fulfilled on another thread, awaited from a task",
   "awaited 42 from a Future",
   "a later subscriber got [42] without re-running it",

@@ -4,6 +4,20 @@ import Testing
 
 @Suite("Subscribers.Sink")
 struct SinkTests {
+  /// A sink whose closures capture a `Tracker`; the weak reference shows when they are released.
+  static func trackedSink(receiveValue: @escaping (Int) -> Void)
+    -> (Subscribers.Sink<Int, Never>, WeakReference<Tracker>)
+  {
+    let tracker = Tracker()
+    let sink = Subscribers.Sink<Int, Never>(
+      receiveCompletion: { _ in tracker.touch() },
+      receiveValue: { value in
+        tracker.touch()
+        receiveValue(value)
+      })
+    return (sink, WeakReference(tracker))
+  }
+
   @Test func requestsUnlimitedAndReceivesEverything() {
     let upstream = TestPublisher<Int, TestError>()
     let values = Box<[Int]>([])
@@ -32,39 +46,24 @@ struct SinkTests {
 
   @Test func cancelIsIdempotentThreadSafeAndReleasesClosures() {
     let subscription = TestSubscription()
-    weak var weakTracker: Tracker?
-    let sink: Subscribers.Sink<Int, Never>
-    do {
-      let tracker = Tracker()
-      weakTracker = tracker
-      sink = Subscribers.Sink(
-        receiveCompletion: { _ in tracker.touch() }, receiveValue: { _ in tracker.touch() })
-    }
+    let (sink, tracker) = Self.trackedSink { _ in }
     sink.receive(subscription: subscription)
     let shared = Shared(sink)
     concurrently(32) { _ in shared.value.cancel() }
     #expect(subscription.cancelCount == 1)
-    #expect(weakTracker == nil, "closures are released on cancel")
+    #expect(tracker.object == nil, "closures are released on cancel")
     #expect(sink.receive(1) == .none)
   }
 
   @Test func completionReleasesClosuresAndNothingFollows() {
     let values = Box<[Int]>([])
-    weak var weakTracker: Tracker?
-    let sink: Subscribers.Sink<Int, Never>
-    do {
-      let tracker = Tracker()
-      weakTracker = tracker
-      sink = Subscribers.Sink(
-        receiveCompletion: { _ in tracker.touch() },
-        receiveValue: { value in values.update { $0?.append(value) } })
-    }
+    let (sink, tracker) = Self.trackedSink { value in values.update { $0?.append(value) } }
     sink.receive(subscription: TestSubscription())
     _ = sink.receive(1)
     sink.receive(completion: .finished)
     _ = sink.receive(2)
     #expect(values.value == [1])
-    #expect(weakTracker == nil)
+    #expect(tracker.object == nil)
   }
 
   @Test func anyCancellableCancelsOnDeinit() {
@@ -80,6 +79,12 @@ struct SinkTests {
     #expect(String(describing: sink) == "Sink")
     #expect(sink.playgroundDescription as? String == "Sink")
   }
+}
+
+/// A weak reference a test keeps to check when an object is released.
+struct WeakReference<Object: AnyObject> {
+  weak var object: Object?
+  init(_ object: Object) { self.object = object }
 }
 
 /// An object whose lifetime tests watch.
