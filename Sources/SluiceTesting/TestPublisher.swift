@@ -21,7 +21,15 @@ public final class TestPublisher<Output, Failure: Error>: Publisher, @unchecked 
     let subscription: TestSubscription
   }
 
-  private let state = Lock([Attached]())
+  private struct State {
+    /// Subscribers still attached: like a real publisher, it lets go of a subscriber when the
+    /// subscriber cancels or receives a completion.
+    var attached: [Attached] = []
+    /// Every subscription ever handed out, kept for inspection.
+    var subscriptions: [TestSubscription] = []
+  }
+
+  private let state = Lock(State())
   private let subscriptionDescription: String
 
   /// Creates a publisher whose subscriptions describe themselves as `subscriptionDescription`.
@@ -31,20 +39,25 @@ public final class TestPublisher<Output, Failure: Error>: Publisher, @unchecked 
 
   public func receive<S: Subscriber>(subscriber: S) where Output == S.Input, Failure == S.Failure {
     let subscription = TestSubscription(description: subscriptionDescription)
-    state.withLock {
-      $0.append(Attached(subscriber: AnySubscriber(subscriber), subscription: subscription))
+    subscription.onFirstCancel { [weak self, weak subscription] in
+      self?.detach(subscription)
+    }
+    state.withLock { state in
+      state.attached.append(
+        Attached(subscriber: AnySubscriber(subscriber), subscription: subscription))
+      state.subscriptions.append(subscription)
     }
     subscriber.receive(subscription: subscription)
   }
 
   /// The subscriptions handed out so far, in subscription order.
-  public var subscriptions: [TestSubscription] { state.withLock { $0.map(\.subscription) } }
+  public var subscriptions: [TestSubscription] { state.withLock { $0.subscriptions } }
 
-  /// Delivers `value` to every subscriber that has not cancelled, regardless of demand, and
+  /// Delivers `value` to every subscriber that is still attached, regardless of demand, and
   /// returns how many received it.
   @discardableResult
   public func send(_ value: Output) -> Int {
-    let attached = state.withLock { $0.filter { !$0.subscription.isCancelled } }
+    let attached = state.withLock { $0.attached }
     for each in attached {
       each.subscription.recordDelivery()
       let more = each.subscriber.receive(value)
@@ -53,10 +66,22 @@ public final class TestPublisher<Output, Failure: Error>: Publisher, @unchecked 
     return attached.count
   }
 
-  /// Delivers `completion` to every subscriber that has not cancelled.
+  /// Delivers `completion` to every subscriber that is still attached, then lets go of them.
   public func send(completion: Subscribers.Completion<Failure>) {
-    let attached = state.withLock { $0.filter { !$0.subscription.isCancelled } }
+    let attached = state.withLock { state in
+      defer { state.attached = [] }
+      return state.attached
+    }
     for each in attached { each.subscriber.receive(completion: completion) }
+  }
+
+  private func detach(_ subscription: TestSubscription?) {
+    let removed = state.withLock { state -> [Attached] in
+      let removed = state.attached.filter { $0.subscription === subscription }
+      state.attached.removeAll { $0.subscription === subscription }
+      return removed
+    }
+    withExtendedLifetime(removed) {}
   }
 }
 
@@ -71,6 +96,7 @@ public final class TestSubscription: Subscription, CustomStringConvertible, @unc
     var cancelCount = 0
     var demanded = Subscribers.Demand.none
     var delivered = 0
+    var onFirstCancel: (@Sendable () -> Void)?
   }
 
   private let state = Lock(State())
@@ -88,7 +114,16 @@ public final class TestSubscription: Subscription, CustomStringConvertible, @unc
   }
 
   public func cancel() {
-    state.withLock { $0.cancelCount += 1 }
+    let onFirstCancel = state.withLock { state in
+      state.cancelCount += 1
+      defer { state.onFirstCancel = nil }
+      return state.onFirstCancel
+    }
+    onFirstCancel?()
+  }
+
+  func onFirstCancel(_ action: @escaping @Sendable () -> Void) {
+    state.withLock { $0.onFirstCancel = action }
   }
 
   /// Every `request` received, in order.

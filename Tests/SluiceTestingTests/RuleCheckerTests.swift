@@ -27,11 +27,11 @@ struct RuleCheckerTests {
 
   @Test func signalsAfterCompletionAndCompletingTwice() {
     let checker = RuleChecker()
-    let upstream = TestPublisher<Int, Never>()
+    let upstream = IgnoresCancel()
     upstream.checkingRules(checker).subscribe(RecordingSubscriber<Int, Never>())
-    upstream.send(completion: .finished)
-    upstream.send(1)
-    upstream.send(completion: .finished)
+    upstream.complete()
+    upstream.emit(1)
+    upstream.complete()
     #expect(checker.violations.map(\.rule) == [.signalAfterCompletion, .signalAfterCompletion])
   }
 
@@ -110,7 +110,7 @@ private final class SeenRules: @unchecked Sendable {
   var rules: [RuleViolation.Rule] { queue.sync { storage } }
 }
 
-/// Keeps delivering after cancel().
+/// Keeps delivering after cancel() and after completion.
 private final class IgnoresCancel: Publisher, @unchecked Sendable {
   // Safety: used from one thread in the test.
   typealias Output = Int
@@ -121,6 +121,7 @@ private final class IgnoresCancel: Publisher, @unchecked Sendable {
     subscriber.receive(subscription: TestSubscription())
   }
   func emit(_ value: Int) { _ = subscriber?.receive(value) }
+  func complete() { subscriber?.receive(completion: .finished) }
 }
 
 /// Sends a value before its subscription, then a second subscription.

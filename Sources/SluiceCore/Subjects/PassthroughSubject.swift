@@ -33,4 +33,8 @@ public final class PassthroughSubject<Output, Failure: Error>: Subject, @uncheck
   }
 
   public func send(subscription: any Subscription) { core.send(subscription: subscription) }
+
+  /// Whether any subscriber is attached (for tests that must not send before a consumer has
+  /// subscribed).
+  package var hasSubscribers: Bool { core.subscriberCount > 0 }
 }

@@ -1,0 +1,20 @@
+/// Every message SluiceAsync traps with, in one place (see SluiceCore's `Violation`).
+enum AsyncViolation {
+  static func bufferSize(_ count: Int, policy: String, minimum: Int) -> Never {
+    fatalError(
+      "API Violation: AsyncBufferingPolicy.\(policy)(\(count)): the buffer size must be at least "
+        + "\(minimum)")
+  }
+
+  static func concurrentNext() -> Never {
+    fatalError(
+      "API Violation: next() called on a publisher's async iterator while another call to next() "
+        + "was still waiting; iterate each iterator from one task at a time")
+  }
+
+  static func zeroDemand(_ subscription: String) -> Never {
+    fatalError(
+      "API Violation: request(.none) on a \(subscription) subscription: demand must not be zero; "
+        + "request at least .max(1)")
+  }
+}

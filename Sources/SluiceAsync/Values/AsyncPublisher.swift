@@ -1,0 +1,99 @@
+/// The values of a publisher as an `AsyncSequence`, with the consumer's pace turned into demand.
+///
+/// Iterating subscribes (each iterator has its own subscription, made in
+/// `makeAsyncIterator()`); each `next()` takes a buffered value or waits for one. For a
+/// publisher that cannot fail, `for await` needs no `try`; otherwise the sequence throws the
+/// publisher's own `Failure`.
+///
+/// **Demand**: set by the ``AsyncBufferingPolicy`` (``Publisher/values`` uses
+/// ``AsyncBufferingPolicy/demandOne``: one `request(.max(1))` per `next()`, as in Combine).
+/// **Ordering**: the publisher's. **Cancellation**: cancelling the consuming task, or dropping
+/// the iterator, cancels and releases the subscription at once; `next()` then returns `nil`, as
+/// it does after the end. A value the publisher sends without demand never crashes the bridge.
+///
+/// ```swift
+/// for await value in [1, 2, 3].publisher.values {
+///   print(value)   // 1, 2, 3
+/// }
+/// ```
+public struct AsyncPublisher<Upstream: Publisher>: AsyncSequence {
+  public typealias Element = Upstream.Output
+  public typealias Failure = Upstream.Failure
+
+  /// The publisher whose values this sequence delivers.
+  public let upstream: Upstream
+  /// How values are buffered and demanded.
+  public let bufferingPolicy: AsyncBufferingPolicy
+
+  /// Creates the async sequence of `upstream`'s values.
+  public init(_ upstream: Upstream, bufferingPolicy: AsyncBufferingPolicy = .demandOne) {
+    self.upstream = upstream
+    self.bufferingPolicy = bufferingPolicy
+  }
+
+  public func makeAsyncIterator() -> Iterator {
+    let bridge = ValuesBridge<Element, Failure>(policy: bufferingPolicy)
+    upstream.subscribe(bridge)
+    return Iterator(owner: IteratorOwner(bridge))
+  }
+
+  /// The iterator of an ``AsyncPublisher``; use it from one task at a time.
+  public struct Iterator: AsyncIteratorProtocol {
+    let owner: IteratorOwner<Element, Failure>
+
+    public mutating func next(isolation actor: isolated (any Actor)? = #isolation)
+      async throws(Failure) -> Element?
+    {
+      try await owner.bridge.next(isolation: actor)
+    }
+
+    public mutating func next() async throws(Failure) -> Element? {
+      try await owner.bridge.next(isolation: nil)
+    }
+
+    /// The bridge, for tests that check it is released.
+    package var bridgeForTesting: AnyObject { owner.bridge }
+  }
+}
+
+extension AsyncPublisher: Sendable where Upstream: Sendable {}
+
+@available(*, unavailable)
+extension AsyncPublisher.Iterator: Sendable {}
+
+/// Owned only by an iterator (and its copies): when the last is dropped, the subscription is
+/// cancelled, which breaks the bridge ↔ subscription reference cycle.
+final class IteratorOwner<Output, Failure: Error>: Sendable {
+  let bridge: ValuesBridge<Output, Failure>
+  init(_ bridge: ValuesBridge<Output, Failure>) { self.bridge = bridge }
+  deinit { bridge.cancel() }
+}
+
+/// Combine's name for the async sequence of a publisher that can fail; in Sluice one type
+/// serves both, throwing the publisher's own `Failure`.
+public typealias AsyncThrowingPublisher<Upstream: Publisher> = AsyncPublisher<Upstream>
+
+extension Publisher {
+  /// The publisher's values as an async sequence: one `request(.max(1))` per `next()`, as in
+  /// Combine. For a subject, see ``Subject/values``.
+  public var values: AsyncPublisher<Self> {
+    AsyncPublisher(self)
+  }
+
+  /// The publisher's values as an async sequence, buffered and demanded by `bufferingPolicy`.
+  public func values(bufferingPolicy: AsyncBufferingPolicy) -> AsyncPublisher<Self> {
+    AsyncPublisher(self, bufferingPolicy: bufferingPolicy)
+  }
+}
+
+extension Subject {
+  /// A subject's values as an async sequence that loses nothing: requests `.unlimited` and
+  /// keeps every value the subject sends after iteration starts until the consumer takes it.
+  ///
+  /// A subject cannot be slowed down (it drops what a subscriber has not demanded), so the
+  /// demand-driven default of other publishers would lose values sent while the consumer is
+  /// busy. Choose `values(bufferingPolicy: .bufferingNewest(n))` to bound memory instead.
+  public var values: AsyncPublisher<Self> {
+    AsyncPublisher(self, bufferingPolicy: .unbounded)
+  }
+}

@@ -1,0 +1,100 @@
+/// The subscriber behind ``AsyncPublisher``: turns the consumer's pace into demand and hands
+/// values to one waiting task.
+///
+/// **Demand**: by its ``AsyncBufferingPolicy``. **Ordering**: values reach the consumer in the
+/// order the publisher sent them. **Cancellation**: `cancel()` (the consuming task was cancelled,
+/// or the iterator was dropped) cancels the upstream subscription at once, releases it and the
+/// buffer, and ends a waiting `next()` with `nil`. A consumer never waits on a lock: the lock
+/// only guards the state machine, and continuations are resumed after unlocking.
+final class ValuesBridge<Output, Failure: Error>: Subscriber, @unchecked Sendable {
+  // Safety: all mutable state is in `state`'s lock; the subscription is called and
+  // continuations are resumed after unlocking. A value moves from the publisher's thread to
+  // exactly one consumer and the bridge keeps no reference to it: an ownership transfer, which
+  // is what `UncheckedSendable` carries across the continuation.
+  typealias Input = Output
+  private typealias State = ValuesState<Output, Failure>
+
+  private let state: Lock<State>
+
+  init(policy: AsyncBufferingPolicy) {
+    state = Lock(State(policy: policy))
+  }
+
+  // MARK: Subscriber
+
+  func receive(subscription: any Subscription) {
+    switch state.withLock({ $0.receivedSubscription(subscription) }) {
+    case .request(let subscription, let demand): subscription.request(demand)
+    case .cancel(let subscription): subscription.cancel()
+    case .none: break
+    }
+  }
+
+  func receive(_ input: Output) -> Subscribers.Demand {
+    switch state.withLock({ $0.receivedValue(input) }) {
+    case .resume(let waiter, let value, let demand):
+      waiter.resume(returning: UncheckedSendable(.value(value)))
+      return demand
+    case .none:
+      return .none
+    }
+  }
+
+  func receive(completion: Subscribers.Completion<Failure>) {
+    if let (waiter, next) = state.withLock({ $0.receivedCompletion(completion) }) {
+      waiter.resume(returning: UncheckedSendable(next))
+    }
+  }
+
+  // MARK: Consumer
+
+  /// The next value, `nil` at the end, or the publisher's failure.
+  func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Output? {
+    switch state.withLock({ $0.consumed() }) {
+    case .value(let value, let topUp):
+      if let (subscription, demand) = topUp { subscription.request(demand) }
+      return value
+    case .end(let completion):
+      return try Self.unwrap(State.next(for: completion))
+    case .mustWait:
+      return try await wait(isolation: actor)
+    }
+  }
+
+  private func wait(isolation actor: isolated (any Actor)?) async throws(Failure) -> Output? {
+    let next = await withTaskCancellationHandler {
+      await withUnsafeContinuation(isolation: actor) { (waiter: State.Waiter) in
+        switch state.withLock({ $0.waiting(waiter) }) {
+        case .resume(let waiter, let next, let topUp):
+          waiter.resume(returning: UncheckedSendable(next))
+          if let (subscription, demand) = topUp { subscription.request(demand) }
+        case .request(let subscription, let demand):
+          subscription.request(demand)
+        case .parked:
+          break
+        case .concurrentNext:
+          AsyncViolation.concurrentNext()
+        }
+      }
+    } onCancel: {
+      self.cancel()
+    }
+    return try Self.unwrap(next.value)
+  }
+
+  private static func unwrap(_ next: State.Next) throws(Failure) -> Output? {
+    switch next {
+    case .value(let value): return value
+    case .end: return nil
+    case .failure(let error): throw error
+    }
+  }
+
+  /// Cancels the upstream and ends a waiting consumer. Idempotent and thread-safe.
+  func cancel() {
+    let (upstream, waiter, buffer) = state.withLock { $0.cancelled() }
+    upstream?.cancel()
+    waiter?.resume(returning: UncheckedSendable(.end))
+    withExtendedLifetime(buffer) {}
+  }
+}

@@ -1,0 +1,203 @@
+/// The state of a publisher → async-consumer bridge, as a pure state machine.
+///
+/// States:
+/// - `awaitingSubscription`: subscribed to the publisher, no subscription received yet;
+/// - `subscribed(s)`: receiving values;
+/// - `finished(c)`: the publisher completed; buffered values are still handed out, then `c`;
+/// - `terminal`: the consumer has seen the end, or the bridge was cancelled.
+///
+/// Transitions (event → change, action performed by ``ValuesBridge`` after unlocking):
+/// | event | awaiting / subscribed | finished | terminal |
+/// |---|---|---|---|
+/// | `receivedSubscription(s)` | subscribed; request the policy's initial demand | cancel `s` | cancel `s` |
+/// | `receivedValue(v)` | to the waiting consumer, else into the buffer by policy | ignore | ignore |
+/// | `receivedCompletion(c)` | waiting consumer: end it, terminal; else finished | ignore | ignore |
+/// | `consumed` (fast path) | buffered value (maybe top up demand) | buffered value, else end, terminal | end |
+/// | `waiting(k)` | park `k` (demandOne: request 1) | as `consumed`, resuming `k` | resume `k` with end |
+/// | `cancelled` | terminal; cancel upstream; end the waiting consumer | terminal | nothing |
+struct ValuesState<Output, Failure: Error> {
+  /// What a waiting consumer is resumed with.
+  enum Next {
+    case value(Output)
+    case end
+    case failure(Failure)
+  }
+
+  typealias Waiter = UnsafeContinuation<UncheckedSendable<Next>, Never>
+
+  private enum Phase {
+    case awaitingSubscription
+    case subscribed(any Subscription)
+    case finished(Subscribers.Completion<Failure>)
+    case terminal
+  }
+
+  private var phase = Phase.awaitingSubscription
+  private let policy: AsyncBufferingPolicy.Kind
+  private var buffer = RingBuffer<Output>()
+  private var waiter: Waiter?
+  /// `prefetch` only: values requested and not yet received.
+  private var outstanding = 0
+
+  init(policy: AsyncBufferingPolicy) {
+    self.policy = policy.kind
+  }
+
+  private var subscription: (any Subscription)? {
+    if case .subscribed(let subscription) = phase { return subscription }
+    return nil
+  }
+
+  // MARK: Upstream events
+
+  enum SubscriptionAction {
+    case request(any Subscription, Subscribers.Demand)
+    case cancel(any Subscription)
+    case none
+  }
+
+  mutating func receivedSubscription(_ subscription: any Subscription) -> SubscriptionAction {
+    guard case .awaitingSubscription = phase else { return .cancel(subscription) }
+    phase = .subscribed(subscription)
+    switch policy {
+    case .demandOne:
+      return waiter == nil ? .none : .request(subscription, .max(1))
+    case .prefetch(let count):
+      outstanding = count
+      return .request(subscription, .max(count))
+    case .unbounded, .newest, .oldest:
+      return .request(subscription, .unlimited)
+    }
+  }
+
+  enum ValueAction {
+    /// Resume the consumer; return `demand` from `receive(_:)`.
+    case resume(Waiter, Output, demand: Subscribers.Demand)
+    case none
+  }
+
+  mutating func receivedValue(_ value: Output) -> ValueAction {
+    switch phase {
+    case .awaitingSubscription, .subscribed: break
+    case .finished, .terminal: return .none
+    }
+    if outstanding > 0 { outstanding -= 1 }
+    if let waiter {
+      self.waiter = nil
+      return .resume(waiter, value, demand: topUp())
+    }
+    switch policy {
+    case .demandOne, .prefetch, .unbounded:
+      buffer.append(value)
+    case .newest(let limit):
+      guard limit > 0 else { break }
+      if buffer.count == limit { _ = buffer.popFirst() }
+      buffer.append(value)
+    case .oldest(let limit):
+      if buffer.count < limit { buffer.append(value) }
+    }
+    return .none
+  }
+
+  /// The waiting consumer to end, with what to end it with; `nil` if nobody is waiting (the
+  /// completion is then handed out after the buffered values).
+  mutating func receivedCompletion(_ completion: Subscribers.Completion<Failure>)
+    -> (Waiter, Next)?
+  {
+    switch phase {
+    case .awaitingSubscription, .subscribed: break
+    case .finished, .terminal: return nil
+    }
+    guard let waiter else {
+      phase = .finished(completion)
+      return nil
+    }
+    self.waiter = nil
+    phase = .terminal
+    return (waiter, Self.next(for: completion))
+  }
+
+  // MARK: Consumer events
+
+  enum ConsumeAction {
+    case value(Output, topUp: (any Subscription, Subscribers.Demand)?)
+    case end(Subscribers.Completion<Failure>?)
+    case mustWait
+  }
+
+  /// The consumer's fast path: a buffered value or the end, without suspending.
+  mutating func consumed() -> ConsumeAction {
+    if let value = buffer.popFirst() {
+      let demand = topUp()
+      if demand > 0, let subscription {
+        return .value(value, topUp: (subscription, demand))
+      }
+      return .value(value, topUp: nil)
+    }
+    switch phase {
+    case .finished(let completion):
+      phase = .terminal
+      return .end(completion)
+    case .terminal:
+      return .end(nil)
+    case .awaitingSubscription, .subscribed:
+      return .mustWait
+    }
+  }
+
+  enum WaitAction {
+    case resume(Waiter, Next, topUp: (any Subscription, Subscribers.Demand)?)
+    case request(any Subscription, Subscribers.Demand)
+    case parked
+    case concurrentNext
+  }
+
+  /// The consumer's slow path: park `waiter` unless something arrived meanwhile.
+  mutating func waiting(_ waiter: Waiter) -> WaitAction {
+    switch consumed() {
+    case .value(let value, let topUp):
+      return .resume(waiter, .value(value), topUp: topUp)
+    case .end(let completion):
+      return .resume(waiter, Self.next(for: completion), topUp: nil)
+    case .mustWait:
+      guard self.waiter == nil else { return .concurrentNext }
+      self.waiter = waiter
+      if case .demandOne = policy, let subscription {
+        return .request(subscription, .max(1))
+      }
+      return .parked
+    }
+  }
+
+  /// Terminal. What to release after unlocking: the upstream to cancel and the consumer to
+  /// end. Idempotent.
+  mutating func cancelled()
+    -> (upstream: (any Subscription)?, waiter: Waiter?, buffer: RingBuffer<Output>)
+  {
+    let upstream = subscription
+    let released = (upstream, waiter, buffer)
+    phase = .terminal
+    waiter = nil
+    buffer = RingBuffer()
+    return released
+  }
+
+  static func next(for completion: Subscribers.Completion<Failure>?) -> Next {
+    switch completion {
+    case .failure(let error): .failure(error)
+    case .finished, nil: .end
+    }
+  }
+
+  /// `prefetch(n)`: once outstanding demand plus buffered values fall to half of `n`, the demand
+  /// that brings them back to `n`; otherwise none. Batching keeps requests rare while never
+  /// holding more than `n`.
+  private mutating func topUp() -> Subscribers.Demand {
+    guard case .prefetch(let limit) = policy else { return .none }
+    let held = outstanding + buffer.count
+    guard held <= limit / 2 else { return .none }
+    let more = limit - held
+    outstanding += more
+    return .max(more)
+  }
+}
