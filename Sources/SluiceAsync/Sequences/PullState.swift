@@ -1,0 +1,111 @@
+/// The state of a subscription whose values a `Task` pulls from an async source, as a pure
+/// state machine shared by ``AsyncSequencePublisher`` and the async producers.
+///
+/// States: `idle` (no task yet) → `running` (the task pulls; parked while demand is zero) →
+/// `terminal` (finished, failed or cancelled; releases the subscriber).
+///
+/// Transitions (event → change, action performed after unlocking):
+/// | event | idle | running | terminal |
+/// |---|---|---|---|
+/// | `requested(n)` | demand +n; start the task | demand +n; unpark the task (taking 1) | ignore |
+/// | `taskStarted(t)` | — | remember `t` | cancel `t` |
+/// | `nextPull` (task) | — | demand > 0: take 1, pull; else park | stop |
+/// | `parking(k)` (task) | — | demand > 0: take 1, resume `k`; else park `k` | resume `k` with stop |
+/// | `willDeliver` (task) | — | the subscriber | `nil`: drop the value |
+/// | `returned(n)` (task) | — | demand +n | ignore |
+/// | `finishing` (task) | — | terminal; the subscriber to complete | `nil` |
+/// | `cancelled` | terminal | terminal; cancel the task, resume a parked one with stop | nothing |
+struct PullState<Downstream> {
+  typealias Parked = UnsafeContinuation<Bool, Never>
+
+  private(set) var downstream: Downstream?
+  private var demand = Subscribers.Demand.none
+  private var started = false
+  private var task: Task<Void, Never>?
+  private var parked: Parked?
+
+  init(downstream: Downstream) {
+    self.downstream = downstream
+  }
+
+  enum RequestAction {
+    case start
+    case resume(Parked)
+    case none
+  }
+
+  mutating func requested(_ more: Subscribers.Demand) -> RequestAction {
+    guard downstream != nil else { return .none }
+    demand += more
+    if !started {
+      started = true
+      return .start
+    }
+    if let parked, demand > 0 {
+      self.parked = nil
+      demand -= 1
+      return .resume(parked)
+    }
+    return .none
+  }
+
+  /// The task to cancel if the subscription was cancelled while the task was being created.
+  mutating func taskStarted(_ task: Task<Void, Never>) -> Task<Void, Never>? {
+    guard downstream != nil else { return task }
+    self.task = task
+    return nil
+  }
+
+  enum PullDecision {
+    case pull
+    case park
+    case stop
+  }
+
+  /// The task asks, before each pull, whether it may take one unit of demand.
+  mutating func nextPull() -> PullDecision {
+    guard downstream != nil else { return .stop }
+    guard demand > 0 else { return .park }
+    demand -= 1
+    return .pull
+  }
+
+  /// The task parks `continuation` until demand arrives; resumes it at once if demand (or the
+  /// end) came meanwhile. Returns the continuation to resume and with what, or `nil` if parked.
+  mutating func parking(_ continuation: Parked) -> (Parked, Bool)? {
+    guard downstream != nil else { return (continuation, false) }
+    if demand > 0 {
+      demand -= 1
+      return (continuation, true)
+    }
+    parked = continuation
+    return nil
+  }
+
+  /// The subscriber to deliver a pulled value to, or `nil` if cancelled meanwhile.
+  func willDeliver() -> Downstream? { downstream }
+
+  mutating func returned(_ more: Subscribers.Demand) {
+    guard downstream != nil else { return }
+    demand += more
+  }
+
+  /// Terminal; the subscriber to send the completion to, or `nil` if already terminal.
+  mutating func finishing() -> Downstream? {
+    defer {
+      downstream = nil
+      task = nil
+    }
+    return downstream
+  }
+
+  /// Terminal; what to cancel and resume after unlocking. Idempotent.
+  mutating func cancelled() -> (downstream: Downstream?, task: Task<Void, Never>?, parked: Parked?)
+  {
+    let released = (downstream, task, parked)
+    downstream = nil
+    task = nil
+    parked = nil
+    return released
+  }
+}
