@@ -74,26 +74,24 @@ final class IteratorOwner<Output, Failure: Error>: Sendable {
 public typealias AsyncThrowingPublisher<Upstream: Publisher> = AsyncPublisher<Upstream>
 
 extension Publisher {
-  /// The publisher's values as an async sequence: one `request(.max(1))` per `next()`, as in
-  /// Combine. For a subject, see ``Subject/values``.
+  /// The publisher's values as an async sequence.
+  ///
+  /// One `request(.max(1))` per `next()`, as in Combine, except for subjects: a subject cannot
+  /// be slowed down (it drops what a subscriber has not demanded), so for a subject this
+  /// requests `.unlimited` and keeps every value sent after iteration starts until the
+  /// consumer takes it (``AsyncBufferingPolicy/unbounded``). Use
+  /// ``values(bufferingPolicy:)`` to choose, e.g. `.bufferingNewest(n)` to bound memory.
   public var values: AsyncPublisher<Self> {
-    AsyncPublisher(self)
+    AsyncPublisher(self, bufferingPolicy: defaultBufferingPolicy)
   }
 
   /// The publisher's values as an async sequence, buffered and demanded by `bufferingPolicy`.
   public func values(bufferingPolicy: AsyncBufferingPolicy) -> AsyncPublisher<Self> {
     AsyncPublisher(self, bufferingPolicy: bufferingPolicy)
   }
-}
 
-extension Subject {
-  /// A subject's values as an async sequence that loses nothing: requests `.unlimited` and
-  /// keeps every value the subject sends after iteration starts until the consumer takes it.
-  ///
-  /// A subject cannot be slowed down (it drops what a subscriber has not demanded), so the
-  /// demand-driven default of other publishers would lose values sent while the consumer is
-  /// busy. Choose `values(bufferingPolicy: .bufferingNewest(n))` to bound memory instead.
-  public var values: AsyncPublisher<Self> {
-    AsyncPublisher(self, bufferingPolicy: .unbounded)
+  /// `.unbounded` for subjects (lossless), `.demandOne` for everything else (as in Combine).
+  var defaultBufferingPolicy: AsyncBufferingPolicy {
+    self is any Subject ? .unbounded : .demandOne
   }
 }

@@ -1,0 +1,117 @@
+/// Why awaiting a publisher's value did not produce one.
+public enum PublisherValueError: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
+  /// The publisher finished without sending a value.
+  case noValue
+  /// ``Publisher/singleValue()`` received a second value.
+  case moreThanOneValue
+
+  public var description: String {
+    switch self {
+    case .noValue: "the publisher finished without a value"
+    case .moreThanOneValue: "the publisher sent more than one value where one was expected"
+    }
+  }
+}
+
+extension Publisher {
+  /// The first value the publisher sends; the subscription is cancelled as soon as it arrives.
+  ///
+  /// **Demand**: `.max(1)`. Throws the publisher's failure, ``PublisherValueError/noValue`` if it
+  /// finishes first, or `CancellationError` if the awaiting task is cancelled (which cancels
+  /// the subscription).
+  public func firstValue() async throws -> Output {
+    var iterator = values(bufferingPolicy: .demandOne).makeAsyncIterator()
+    guard let value = try await iterator.next() else { throw Self.noValueError() }
+    return value
+  }
+
+  /// The last value the publisher sends before it finishes.
+  ///
+  /// **Demand**: `.unlimited`, keeping only the newest value (constant memory). Throws as
+  /// ``firstValue()``.
+  public func lastValue() async throws -> Output {
+    var iterator = values(bufferingPolicy: .bufferingNewest(1)).makeAsyncIterator()
+    var last: Output?
+    while let value = try await iterator.next() { last = value }
+    try Self.throwIfCancelled()
+    guard let last else { throw PublisherValueError.noValue }
+    return last
+  }
+
+  /// The one value the publisher sends before it finishes.
+  ///
+  /// **Demand**: `.max(1)` at a time. Throws ``PublisherValueError/moreThanOneValue`` (and
+  /// cancels the subscription) as soon as a second value arrives, and otherwise as
+  /// ``firstValue()``.
+  public func singleValue() async throws -> Output {
+    var iterator = values(bufferingPolicy: .demandOne).makeAsyncIterator()
+    guard let value = try await iterator.next() else { throw Self.noValueError() }
+    if try await iterator.next() != nil { throw PublisherValueError.moreThanOneValue }
+    try Self.throwIfCancelled()
+    return value
+  }
+
+  /// Every value the publisher sends, once it finishes.
+  ///
+  /// **Demand**: `.unlimited`. Throws the publisher's failure, or `CancellationError` if the
+  /// awaiting task is cancelled (which cancels the subscription).
+  public func allValues() async throws -> [Output] {
+    var iterator = values(bufferingPolicy: .unbounded).makeAsyncIterator()
+    var all: [Output] = []
+    while let value = try await iterator.next() { all.append(value) }
+    try Self.throwIfCancelled()
+    return all
+  }
+
+  /// `CancellationError` if the iteration ended because the task was cancelled, else `noValue`.
+  private static func noValueError() -> any Error {
+    Task.isCancelled ? CancellationError() : PublisherValueError.noValue
+  }
+
+  private static func throwIfCancelled() throws {
+    if Task.isCancelled { throw CancellationError() }
+  }
+}
+
+extension Future {
+  /// The future's value, once it is fulfilled, as in Combine. Throws the future's failure, or
+  /// `CancellationError` if the awaiting task is cancelled.
+  public var value: Output {
+    get async throws { try await firstValue() }
+  }
+}
+
+extension Future where Failure == Never {
+  /// The future's value, once it is fulfilled, as in Combine.
+  ///
+  /// A future that cannot fail has no way to report cancellation, so, as in Combine, cancelling
+  /// the awaiting task does not end this wait: use ``Publisher/firstValue()`` for a wait that
+  /// cancellation ends.
+  public var value: Output {
+    get async {
+      await withUnsafeContinuation { continuation in
+        subscribe(OneValue { continuation.resume(returning: UncheckedSendable($0)) })
+      }.value
+    }
+  }
+}
+
+/// Requests one value and hands it to a closure: `Future.value` for futures that cannot fail.
+private final class OneValue<Input>: Subscriber, @unchecked Sendable {
+  // Safety: a future delivers at most one value, once; the closure is called at most once.
+  typealias Failure = Never
+  private let received: (Input) -> Void
+
+  init(_ received: @escaping (Input) -> Void) {
+    self.received = received
+  }
+
+  func receive(subscription: any Subscription) { subscription.request(.max(1)) }
+
+  func receive(_ input: Input) -> Subscribers.Demand {
+    received(input)
+    return .none
+  }
+
+  func receive(completion: Subscribers.Completion<Never>) {}
+}
