@@ -36,7 +36,7 @@ public final class RecordingSubscriber<Input, Failure: Error>: Subscriber, Cance
   }
 
   private struct State {
-    var events: [Event] = []
+    private(set) var events: [Event] = []
     var subscription: (any Subscription)?
     var nextWaiterID = 0
     var waiters: [Waiter] = []
@@ -58,16 +58,17 @@ public final class RecordingSubscriber<Input, Failure: Error>: Subscriber, Cance
       return satisfied
     }
 
-    var valueCount: Int {
-      events.reduce(0) { count, event in
-        if case .value = event { return count + 1 }
-        return count
-      }
-    }
+    /// Kept as events arrive, so waiters can check them in O(1).
+    private(set) var valueCount = 0
+    private(set) var completion: Subscribers.Completion<Failure>?
 
-    var completion: Subscribers.Completion<Failure>? {
-      for case .completion(let completion) in events.reversed() { return completion }
-      return nil
+    mutating func append(_ event: Event) {
+      events.append(event)
+      switch event {
+      case .value: valueCount += 1
+      case .completion(let completion): self.completion = completion
+      case .subscription: break
+      }
     }
   }
 
@@ -116,7 +117,7 @@ public final class RecordingSubscriber<Input, Failure: Error>: Subscriber, Cance
 
   private func record<R>(_ event: Event, _ update: (inout State) -> R) -> R {
     let (result, satisfied) = state.withLock { state in
-      state.events.append(event)
+      state.append(event)
       let result = update(&state)
       return (result, state.satisfiedWaiters())
     }

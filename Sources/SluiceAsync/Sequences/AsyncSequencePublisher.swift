@@ -34,9 +34,26 @@ public struct AsyncSequencePublisher<Base: AsyncSequence & Sendable>: Publisher,
   public func receive<S: Subscriber>(subscriber: S)
   where S.Input == Output, S.Failure == Failure {
     subscriber.receive(
-      subscription: AsyncSequenceSubscription(
-        base: base, priority: priority, downstream: subscriber)
-    )
+      subscription: TaskDrivenSubscription(
+        description: "AsyncSequence", priority: priority, downstream: subscriber,
+        body: { [base] feed in await Self.pull(base, into: feed) }))
+  }
+
+  /// The task's body: one pull per unit of demand, until the end, a failure or cancellation.
+  private static func pull(_ base: Base, into feed: any ValueFeed<Output, Failure>) async {
+    var iterator = base.makeAsyncIterator()
+    while await feed.reserve() {
+      do {
+        guard let element = try await iterator.next(isolation: nil) else {
+          feed.finish(.finished)
+          return
+        }
+        guard feed.deliver(element) else { return }
+      } catch {
+        feed.finish(.failure(error))
+        return
+      }
+    }
   }
 }
 
@@ -50,83 +67,4 @@ extension AsyncSequence where Self: Sendable {
   public func publisher(priority: TaskPriority?) -> AsyncSequencePublisher<Self> {
     AsyncSequencePublisher(self, priority: priority)
   }
-}
-
-/// The subscription of ``AsyncSequencePublisher``; see ``PullState`` for its states.
-final class AsyncSequenceSubscription<Base: AsyncSequence & Sendable, Downstream: Subscriber>:
-  Subscription, PullingTask, CustomStringConvertible, @unchecked Sendable
-where Downstream.Input == Base.Element, Downstream.Failure == Base.Failure {
-  // Safety: all mutable state is in `state`'s lock; the subscriber is called only from the one
-  // pulling task, after unlocking; continuations are resumed after unlocking.
-  private let state: Lock<PullState<Downstream>>
-  private let base: Base
-  private let priority: TaskPriority?
-
-  init(base: Base, priority: TaskPriority?, downstream: Downstream) {
-    self.base = base
-    self.priority = priority
-    state = Lock(PullState(downstream: downstream))
-  }
-
-  func request(_ demand: Subscribers.Demand) {
-    if demand == .none { AsyncViolation.zeroDemand(description) }
-    switch state.withLock({ $0.requested(demand) }) {
-    case .start:
-      let puller: any PullingTask = self  // erases `Downstream`, whose metatype is not Sendable
-      let task = Task(priority: priority) { await puller.pull() }
-      state.withLock { $0.taskStarted(task) }?.cancel()
-    case .resume(let parked):
-      parked.resume(returning: true)
-    case .none:
-      break
-    }
-  }
-
-  func cancel() {
-    let (downstream, task, parked) = state.withLock { $0.cancelled() }
-    task?.cancel()
-    parked?.resume(returning: false)
-    withExtendedLifetime(downstream) {}
-  }
-
-  func pull() async {
-    var iterator = base.makeAsyncIterator()
-    while await mayPull() {
-      let element: Base.Element?
-      do {
-        element = try await iterator.next(isolation: nil)
-      } catch {
-        state.withLock { $0.finishing() }?.receive(completion: .failure(error))
-        return
-      }
-      guard let element else {
-        state.withLock { $0.finishing() }?.receive(completion: .finished)
-        return
-      }
-      guard let downstream = state.withLock({ $0.willDeliver() }) else { return }
-      let more = downstream.receive(element)
-      if more > 0 { state.withLock { $0.returned(more) } }
-    }
-  }
-
-  /// Takes one unit of demand, parking until there is some; `false` once cancelled.
-  private func mayPull() async -> Bool {
-    switch state.withLock({ $0.nextPull() }) {
-    case .pull: return true
-    case .stop: return false
-    case .park:
-      return await withUnsafeContinuation { continuation in
-        if let (continuation, proceed) = state.withLock({ $0.parking(continuation) }) {
-          continuation.resume(returning: proceed)
-        }
-      }
-    }
-  }
-
-  var description: String { "AsyncSequence" }
-}
-
-/// The body of a pulling task, seen without the subscriber's type.
-protocol PullingTask: Sendable {
-  func pull() async
 }

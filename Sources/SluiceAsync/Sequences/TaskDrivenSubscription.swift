@@ -1,0 +1,95 @@
+/// What the task behind a task-driven subscription uses to feed the subscriber, without seeing
+/// the subscriber's type.
+protocol ValueFeed<Output, Failure>: Sendable {
+  associatedtype Output
+  associatedtype Failure: Error
+
+  /// Takes one unit of demand, suspending (parked, not spinning) while there is none.
+  /// `false` once the subscription is cancelled: the task should stop.
+  func reserve() async -> Bool
+
+  /// Delivers a value reserved with `reserve()`; `false` if cancelled meanwhile (the value is
+  /// dropped).
+  @discardableResult
+  func deliver(_ value: Output) -> Bool
+
+  /// Sends the completion, unless cancelled.
+  func finish(_ completion: Subscribers.Completion<Failure>)
+}
+
+/// A subscription whose values come from a `Task`: the shared engine of
+/// ``AsyncSequencePublisher``, ``AsyncFuture`` and ``AsyncProducer``.
+///
+/// **Demand**: nothing runs until the first request, which starts the task; the task takes one
+/// unit of demand before each value and parks on a continuation at zero demand; demand returned
+/// from `receive(_:)` counts. `request(.none)` traps. **Ordering**: every signal comes from the
+/// one task, so they are serial. **Cancellation**: `cancel()` cancels the task, unparks it and
+/// releases the subscriber at once; nothing is delivered afterwards. See ``PullState``.
+final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueFeed,
+  CustomStringConvertible, @unchecked Sendable
+{
+  // Safety: all mutable state is in `state`'s lock; the subscriber is called only from the one
+  // task, after unlocking; continuations are resumed after unlocking.
+  typealias Output = Downstream.Input
+  typealias Failure = Downstream.Failure
+  typealias Body = @Sendable (any ValueFeed<Output, Failure>) async -> Void
+
+  private let state: Lock<PullState<Downstream>>
+  private let priority: TaskPriority?
+  private let body: Body
+  let description: String
+
+  init(description: String, priority: TaskPriority?, downstream: Downstream, body: @escaping Body) {
+    self.description = description
+    self.priority = priority
+    self.body = body
+    state = Lock(PullState(downstream: downstream))
+  }
+
+  func request(_ demand: Subscribers.Demand) {
+    if demand == .none { AsyncViolation.zeroDemand(description) }
+    switch state.withLock({ $0.requested(demand) }) {
+    case .start:
+      let feed: any ValueFeed<Output, Failure> = self  // erases `Downstream` for the task
+      let task = Task(priority: priority) { [body] in await body(feed) }
+      state.withLock { $0.taskStarted(task) }?.cancel()
+    case .resume(let parked):
+      parked.resume(returning: true)
+    case .none:
+      break
+    }
+  }
+
+  func cancel() {
+    let (downstream, task, parked) = state.withLock { $0.cancelled() }
+    task?.cancel()
+    parked?.resume(returning: false)
+    withExtendedLifetime(downstream) {}
+  }
+
+  // MARK: ValueFeed
+
+  func reserve() async -> Bool {
+    switch state.withLock({ $0.nextPull() }) {
+    case .pull: return true
+    case .stop: return false
+    case .park:
+      return await withUnsafeContinuation { continuation in
+        if let (continuation, proceed) = state.withLock({ $0.parking(continuation) }) {
+          continuation.resume(returning: proceed)
+        }
+      }
+    }
+  }
+
+  func deliver(_ value: Output) -> Bool {
+    guard let downstream = state.withLock({ $0.willDeliver() }) else { return false }
+    let more = downstream.receive(value)
+    if more > 0 { state.withLock { $0.returned(more) } }
+    return true
+  }
+
+  func finish(_ completion: Subscribers.Completion<Failure>) {
+    state.withLock { $0.finishing() }?.receive(completion: completion)
+  }
+}
