@@ -20,51 +20,19 @@ public final class TestScheduler<SchedulerTimeType: Strideable, SchedulerOptions
   @unchecked Sendable
 where SchedulerTimeType.Stride: SchedulerTimeIntervalConvertible {
   // Safety: all mutable state is in `state`'s lock; actions run after unlocking.
-  private struct Item {
-    /// Order among items at the same instant: scheduling order.
-    let sequence: Int
-    /// Identity for cancellation; kept when a repeating item is rescheduled.
-    let token: Int
-    let date: SchedulerTimeType
-    let interval: SchedulerTimeType.Stride?
-    let action: () -> Void
-  }
-
   private struct State {
     var now: SchedulerTimeType
-    var nextSequence = 0
-    var items: [Item] = []
-    var cancelledTokens: Set<Int> = []
+    var actions = ScheduledActions<SchedulerTimeType, SchedulerTimeType.Stride>()
 
-    mutating func add(
-      date: SchedulerTimeType, interval: SchedulerTimeType.Stride?, token: Int?,
-      _ action: @escaping () -> Void
-    ) -> Int {
-      let sequence = nextSequence
-      nextSequence += 1
-      let token = token ?? sequence
-      items.append(
-        Item(sequence: sequence, token: token, date: date, interval: interval, action: action))
-      return token
-    }
-
-    /// Removes and returns the earliest item due at or before `deadline`, moving `now` to it.
+    /// The next action due by `deadline`, moving `now` to its instant.
     mutating func takeNext(until deadline: SchedulerTimeType) -> Item? {
-      var best: Int?
-      for index in items.indices where items[index].date <= deadline {
-        if let current = best {
-          let (a, b) = (items[index], items[current])
-          if a.date < b.date || (a.date == b.date && a.sequence < b.sequence) { best = index }
-        } else {
-          best = index
-        }
-      }
-      guard let best else { return nil }
-      let item = items.remove(at: best)
+      guard let item = actions.takeNext(dueBy: deadline) else { return nil }
       if item.date > now { now = item.date }
       return item
     }
   }
+
+  private typealias Item = ScheduledActions<SchedulerTimeType, SchedulerTimeType.Stride>.Item
 
   private let state: Lock<State>
 
@@ -79,18 +47,18 @@ where SchedulerTimeType.Stride: SchedulerTimeIntervalConvertible {
   public var minimumTolerance: SchedulerTimeType.Stride { .zero }
 
   /// The number of actions waiting for the clock to reach them.
-  public var pendingActionCount: Int { state.withLock { $0.items.count } }
+  public var pendingActionCount: Int { state.withLock { $0.actions.count } }
 
   /// Schedules `action` for the current instant; it runs on the next `advance` or `run`.
   public func schedule(options: SchedulerOptions?, _ action: @escaping () -> Void) {
-    _ = state.withLock { $0.add(date: $0.now, interval: nil, token: nil, action) }
+    _ = state.withLock { $0.actions.add(at: $0.now, action) }
   }
 
   public func schedule(
     after date: SchedulerTimeType, tolerance: SchedulerTimeType.Stride,
     options: SchedulerOptions?, _ action: @escaping () -> Void
   ) {
-    _ = state.withLock { $0.add(date: date, interval: nil, token: nil, action) }
+    _ = state.withLock { $0.actions.add(at: date, action) }
   }
 
   public func schedule(
@@ -98,14 +66,9 @@ where SchedulerTimeType.Stride: SchedulerTimeIntervalConvertible {
     tolerance: SchedulerTimeType.Stride, options: SchedulerOptions?,
     _ action: @escaping () -> Void
   ) -> any Cancellable {
-    let token = state.withLock { $0.add(date: date, interval: interval, token: nil, action) }
+    let token = state.withLock { $0.actions.add(at: date, repeatingEvery: interval, action) }
     return AnyCancellable { [weak self] in
-      let removed = self?.state.withLock { state -> [Item] in
-        state.cancelledTokens.insert(token)
-        let removed = state.items.filter { $0.token == token }
-        state.items.removeAll { $0.token == token }
-        return removed
-      }
+      let removed = self?.state.withLock { $0.actions.cancel(token: token) }
       withExtendedLifetime(removed) {}
     }
   }
@@ -129,12 +92,7 @@ where SchedulerTimeType.Stride: SchedulerTimeIntervalConvertible {
   private func perform(_ item: Item) {
     item.action()
     guard let interval = item.interval else { return }
-    state.withLock { state in
-      guard !state.cancelledTokens.contains(item.token) else { return }
-      _ = state.add(
-        date: item.date.advanced(by: interval), interval: interval, token: item.token,
-        item.action)
-    }
+    state.withLock { $0.actions.reschedule(item, at: item.date.advanced(by: interval)) }
   }
 
   /// Runs every scheduled action, moving the clock to each in turn, until none is left.
@@ -144,8 +102,8 @@ where SchedulerTimeType.Stride: SchedulerTimeIntervalConvertible {
   public func run(limit: Int = 1_000_000) {
     var count = 0
     while let item = state.withLock({ state -> Item? in
-      guard let latest = state.items.map(\.date).min() else { return nil }
-      return state.takeNext(until: latest)
+      guard let earliest = state.actions.earliestDate else { return nil }
+      return state.takeNext(until: earliest)
     }) {
       count += 1
       if count > limit {
