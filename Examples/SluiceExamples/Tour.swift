@@ -8,11 +8,13 @@ public struct TourSection: Sendable {
 public let tour: [TourSection] = [
   TourSection(title: "Just and Sequence.publisher, demand by demand", run: demandTour),
   TourSection(title: "Subjects: each subscriber at its own pace", run: subjectsTour),
-  TourSection(title: "Future fulfilled on another thread, awaited from a task", run: futureTour),
+  TourSection(title: "Future and AsyncFuture, awaited from a task", run: futureTour),
   TourSection(title: "@Published and ObservableObject", run: publishedTour),
   TourSection(title: "Schedulers: virtual time and a dispatch queue", run: schedulersTour),
   TourSection(
     title: "Record, and the rule checker catching a misbehaving publisher", run: rulesTour),
+  TourSection(title: "Bridges: publishers and async/await", run: bridgesTour),
+  TourSection(title: "Actors and pipelines", run: actorsTour),
 ]
 
 /// Runs every section and returns the tour's full output, section by section.

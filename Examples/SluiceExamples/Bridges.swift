@@ -1,0 +1,94 @@
+import Sluice
+
+/// Publishers consumed with `for await`, async work wrapped as publishers, and values awaited.
+@Sendable func bridgesTour() async -> [String] {
+  var lines: [String] = []
+
+  // A publisher as an async sequence: one request(.max(1)) per next(); no `try` for Never.
+  var squares: [Int] = []
+  for await value in (1...5).publisher.values { squares.append(value * value) }
+  lines.append("for await over (1...5).publisher.values: \(squares)")
+
+  // A subject cannot be slowed down, so its values are kept until the consumer gets to them.
+  let events = PassthroughSubject<String, Never>()
+  var iterator = events.values.makeAsyncIterator()
+  for event in ["tap", "swipe", "tap"] { events.send(event) }  // nobody is waiting yet
+  events.send(completion: .finished)
+  var received: [String] = []
+  while let event = await iterator.next() { received.append(event) }
+  lines.append("a subject's values, nothing lost: \(received)")
+
+  // Backpressure: a prefetch of 4 never holds more than 4 values ahead of the consumer.
+  let upstream = TestPublisher<Int, Never>()
+  var prefetching = upstream.values(bufferingPolicy: .prefetch(4)).makeAsyncIterator()
+  let firstRequest = upstream.subscriptions[0].requests
+  for value in 1...4 { upstream.send(value) }
+  _ = await prefetching.next()
+  lines.append("prefetch(4) asked for \(firstRequest), held 4, the consumer took 1")
+
+  // An AsyncStream as a publisher: a task pulls one element per unit of demand.
+  let (stream, continuation) = AsyncStream<String>.makeStream()
+  for word in ["async", "to", "publisher"] { continuation.yield(word) }
+  continuation.finish()
+  let words = (try? await stream.publisher.allValues()) ?? []
+  lines.append("AsyncStream → publisher → allValues(): \(words)")
+
+  // A producer loop whose send(_:) waits for demand.
+  let countdown = AsyncProducer<Int, Never> { sender in
+    for value in stride(from: 3, through: 1, by: -1) { await sender.send(value) }
+  }
+  lines.append("AsyncProducer countdown: \((try? await countdown.allValues()) ?? [])")
+
+  // Awaiting single results.
+  let first = (try? await (10...20).publisher.firstValue()) ?? 0
+  let last = (try? await (10...20).publisher.lastValue()) ?? 0
+  lines.append("firstValue \(first), lastValue \(last)")
+  do {
+    _ = try await Empty<Int, Never>().singleValue()
+  } catch {
+    lines.append("singleValue() of Empty: \(error)")
+  }
+  return lines
+}
+
+/// Actors and pipelines: a scheduler that runs actions on an actor, in order, and a sink whose
+/// closure runs isolated to an actor.
+@Sendable func actorsTour() async -> [String] {
+  actor Scoreboard {
+    var scores: [Int] = []
+    func record(_ score: Int) { scores.append(score) }
+  }
+  var lines: [String] = []
+
+  let board = Scoreboard()
+  let done = AsyncStream<Void>.makeStream()
+  let cancellable = [3, 1, 4, 1, 5].publisher.sink(
+    isolatedTo: board,
+    receiveCompletion: { _, _ in done.continuation.finish() },
+    receiveValue: { board, score in board.scores.append(score) })  // no await per value
+  for await _ in done.stream {}
+  lines.append("sink(isolatedTo:) delivered \(await board.scores) to the actor, in order")
+  cancellable.cancel()
+
+  let other = Scoreboard()
+  let scheduler = ActorScheduler(other)
+  let finished = AsyncStream<Void>.makeStream()
+  for score in 1...5 {
+    scheduler.schedule { other.assumeIsolated { $0.scores.append(score * 10) } }
+  }
+  scheduler.schedule { finished.continuation.finish() }
+  for await _ in finished.stream {}
+  lines.append("ActorScheduler ran actions on the actor in order: \(await other.scores)")
+
+  // A task kept, and cancelled, with a pipeline's other cancellables.
+  var cancellables = Set<AnyCancellable>()
+  let task = Task { () -> String in
+    let (forever, _) = AsyncStream<Never>.makeStream()
+    for await _ in forever {}
+    return Task.isCancelled ? "cancelled with the other cancellables" : "still running"
+  }
+  task.store(in: &cancellables)
+  cancellables.removeAll()
+  lines.append("a stored Task was \(await task.value)")
+  return lines
+}
