@@ -33,6 +33,13 @@ public final class RecordingSubscriber<Input, Failure: Error>: Subscriber, Cance
     let id: Int
     let isSatisfied: (State) -> Bool
     let continuation: CheckedContinuation<Void, Never>
+    /// The safety-net timer, cancelled once the waiter is resumed.
+    var timeout: Task<Void, Never>?
+
+    func resume() {
+      timeout?.cancel()
+      continuation.resume()
+    }
   }
 
   private struct State {
@@ -121,7 +128,7 @@ public final class RecordingSubscriber<Input, Failure: Error>: Subscriber, Cance
       let result = update(&state)
       return (result, state.satisfiedWaiters())
     }
-    for waiter in satisfied { waiter.continuation.resume() }
+    for waiter in satisfied { waiter.resume() }
     return result
   }
 
@@ -204,10 +211,16 @@ public final class RecordingSubscriber<Input, Failure: Error>: Subscriber, Cance
         continuation.resume()
         return
       }
-      Task { [weak self] in
+      let timer = Task { [weak self] in
         try? await Task.sleep(for: timeout)
-        self?.timeOut(waiter: id)
+        if !Task.isCancelled { self?.timeOut(waiter: id) }
       }
+      let resolved = state.withLock { state -> Bool in
+        guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return true }
+        state.waiters[index].timeout = timer
+        return false
+      }
+      if resolved { timer.cancel() }  // satisfied before the timer was attached
     }
   }
 
@@ -216,7 +229,7 @@ public final class RecordingSubscriber<Input, Failure: Error>: Subscriber, Cance
       guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
       return state.waiters.remove(at: index)
     }
-    waiter?.continuation.resume()
+    waiter?.resume()
   }
 }
 
