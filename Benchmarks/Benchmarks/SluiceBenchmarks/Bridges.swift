@@ -1,0 +1,171 @@
+import AsyncAlgorithms
+import Sluice
+import Synchronization
+
+func bridgeBenchmarks() {
+  let demandOne = "publisher.values, demand 1, synchronous upstream (per element)"
+  measureAsync(demandOne, "Sluice") {
+    var count = 0
+    for await _ in (0..<elements).publisher.values { count += 1 }
+    check(count, elements, demandOne)
+  }
+  measureAsync(demandOne, "continuation ping-pong (one hand-off between two tasks)") {
+    await pingPong(elements)
+  }
+
+  let handOff = "producer task → consumer task (per element)"
+  measureAsync(handOff, "Sluice") {
+    var count = 0
+    let producer = AsyncProducer<Int, Never> { sender in
+      for value in 0..<elements { await sender.send(value) }
+    }
+    for await _ in producer.values(bufferingPolicy: .prefetch(64)) { count += 1 }
+    check(count, elements, handOff)
+  }
+  measureAsync(handOff, "AsyncStream") {
+    let (stream, continuation) = AsyncStream<Int>.makeStream()
+    let producer = Task {
+      for value in 0..<elements { continuation.yield(value) }
+      continuation.finish()
+    }
+    var count = 0
+    for await _ in stream { count += 1 }
+    await producer.value
+    check(count, elements, handOff)
+  }
+  measureAsync(handOff, "AsyncThrowingStream") {
+    let (stream, continuation) = AsyncThrowingStream<Int, any Error>.makeStream()
+    let producer = Task {
+      for value in 0..<elements { continuation.yield(value) }
+      continuation.finish()
+    }
+    var count = 0
+    do { for try await _ in stream { count += 1 } } catch {}
+    await producer.value
+    check(count, elements, handOff)
+  }
+  measureAsync(handOff, "AsyncChannel (backpressured)") {
+    let channel = AsyncChannel<Int>()
+    let producer = Task {
+      for value in 0..<elements { await channel.send(value) }
+      channel.finish()
+    }
+    var count = 0
+    for await _ in channel { count += 1 }
+    await producer.value
+    check(count, elements, handOff)
+  }
+
+  let subject = "subject fed from another task → values, lossless (per element)"
+  for (name, policy) in [
+    ("Sluice", AsyncBufferingPolicy.unbounded),
+    ("Sluice bufferingOldest(∞)", .bufferingOldest(.max)),
+  ] {
+    measureAsync(subject, name) {
+      let source = PassthroughSubject<Int, Never>()
+      var iterator = source.values(bufferingPolicy: policy).makeAsyncIterator()
+      let producer = Task {
+        for value in 0..<elements { source.send(value) }
+        source.send(completion: .finished)
+      }
+      var count = 0
+      while await iterator.next() != nil { count += 1 }
+      await producer.value
+      check(count, elements, subject)
+    }
+  }
+  measureAsync(subject, "AsyncThrowingStream") {
+    let (stream, continuation) = AsyncThrowingStream<Int, any Error>.makeStream()
+    let producer = Task {
+      for value in 0..<elements { continuation.yield(value) }
+      continuation.finish()
+    }
+    var count = 0
+    do { for try await _ in stream { count += 1 } } catch {}
+    await producer.value
+    check(count, elements, subject)
+  }
+
+  let pull = "AsyncSequence.publisher → subscriber (per element)"
+  for (name, initial, perValue) in [
+    ("Sluice", Subscribers.Demand.unlimited, Subscribers.Demand.none),
+    ("Sluice .max(1) per value", .max(1), .max(1)),
+  ] {
+    measureAsync(pull, name) {
+      let (stream, continuation) = AsyncStream<Int>.makeStream()
+      for value in 0..<elements { continuation.yield(value) }
+      continuation.finish()
+      let tally = Tally()
+      await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+        stream.publisher.subscribe(
+          AnySubscriber<Int, Never>(
+            receiveSubscription: { $0.request(initial) },
+            receiveValue: { value in
+              consume(tally, value)
+              return perValue
+            },
+            receiveCompletion: { _ in done.resume() }))
+      }
+      check(tally.count, elements, pull)
+    }
+  }
+  measureAsync(pull, "for await over the same sequence") {
+    let (stream, continuation) = AsyncStream<Int>.makeStream()
+    for value in 0..<elements { continuation.yield(value) }
+    continuation.finish()
+    var count = 0
+    for await _ in stream { count += 1 }
+    check(count, elements, pull)
+  }
+}
+
+/// `count` round trips of one value between two tasks through bare continuations: the floor
+/// for any demand-1 bridge.
+func pingPong(_ count: Int) async {
+  let ping = Slot()
+  let pong = Slot()
+  let echo = Task {
+    for _ in 0..<count { pong.put(await ping.take()) }
+  }
+  for value in 0..<count {
+    ping.put(value)
+    _ = await pong.take()
+  }
+  await echo.value
+}
+
+/// A one-value mailbox: `put` resumes a waiting `take` or leaves the value for the next one.
+final class Slot: Sendable {
+  private struct State {
+    var waiter: UnsafeContinuation<Int, Never>?
+    var value: Int?
+  }
+
+  private let state = Mutex(State())
+
+  func put(_ value: Int) {
+    let waiter = state.withLock { state -> UnsafeContinuation<Int, Never>? in
+      guard let waiter = state.waiter else {
+        state.value = value
+        return nil
+      }
+      state.waiter = nil
+      return waiter
+    }
+    waiter?.resume(returning: value)
+  }
+
+  func take() async -> Int {
+    await withUnsafeContinuation { continuation in
+      let value = state.withLock { state -> Int? in
+        if let value = state.value {
+          state.value = nil
+          return value
+        }
+        state.waiter = continuation
+        return nil
+      }
+      if let value { continuation.resume(returning: value) }
+    }
+  }
+}

@@ -1,0 +1,42 @@
+import Benchmark
+
+/// Every benchmark processes `elements` values per iteration; `compare.sh` divides by it to
+/// report per-element costs. Names are "<scenario> | <implementation>": rows with the same
+/// scenario are compared with the `Sluice` row.
+let elements = 1_000
+
+let benchmarks: @Sendable () -> Void = {
+  Benchmark.defaultConfiguration = .init(
+    metrics: [.throughput, .wallClock, .mallocCountTotal],
+    maxDuration: .seconds(1),
+    maxIterations: 2_000
+  )
+  coreBenchmarks()
+  bridgeBenchmarks()
+}
+
+/// Registers `body` under "<scenario> | <implementation>".
+func measure(
+  _ scenario: String, _ implementation: String, _ body: @escaping @Sendable () -> Void
+) {
+  Benchmark("\(scenario) | \(implementation)") { benchmark in
+    for _ in benchmark.scaledIterations { body() }
+  }
+}
+
+/// Registers the async `body` under "<scenario> | <implementation>".
+func measureAsync(
+  _ scenario: String, _ implementation: String, _ body: @escaping @Sendable () async -> Void
+) {
+  Benchmark("\(scenario) | \(implementation)") { benchmark in
+    for _ in benchmark.scaledIterations { await body() }
+  }
+}
+
+/// Stops a benchmark that lost or duplicated values: a lossless scenario that is not lossless
+/// is a bug, not a result.
+func check(_ delivered: Int, _ expected: Int = elements, _ scenario: String) {
+  if delivered != expected {
+    fatalError("\(scenario): delivered \(delivered) values, expected \(expected)")
+  }
+}

@@ -1,0 +1,38 @@
+// swift-tools-version: 6.1
+// Sluice's benchmarks, in a package of their own so that the main package stays dependency-free.
+// Each scenario runs for Sluice and for its anchor (OpenCombine, AsyncStream,
+// swift-async-algorithms, hand-written code) in the same process; `compare.sh` prints the ratios.
+import Foundation
+import PackageDescription
+
+/// The main package is the parent directory; a path dependency's identity is its folder name,
+/// which depends on where it was cloned.
+let sluice = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+  .deletingLastPathComponent().lastPathComponent
+
+let package = Package(
+  name: "SluiceBenchmarks",
+  platforms: [.macOS(.v15)],
+  dependencies: [
+    .package(path: ".."),
+    .package(url: "https://github.com/OpenCombine/OpenCombine", exact: "0.14.0"),
+    .package(url: "https://github.com/apple/swift-async-algorithms", from: "1.0.0"),
+    .package(
+      url: "https://github.com/ordo-one/package-benchmark", from: "1.38.1",
+      traits: ["MallocInterposer"]),
+  ],
+  targets: [
+    .executableTarget(
+      name: "SluiceBenchmarks",
+      dependencies: [
+        .product(name: "Sluice", package: sluice),
+        .product(name: "OpenCombine", package: "OpenCombine"),
+        .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+        .product(name: "Benchmark", package: "package-benchmark"),
+      ],
+      path: "Benchmarks/SluiceBenchmarks",
+      plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+    )
+  ],
+  swiftLanguageModes: [.v6]
+)
