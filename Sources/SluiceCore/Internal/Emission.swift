@@ -1,5 +1,6 @@
 /// A finite, synchronous source of values for ``EmissionSubscription``: what `Just`,
 /// `Optional.Publisher`, `Result.Publisher`, `Publishers.Sequence` and `Record` have in common.
+@usableFromInline
 protocol EmissionSource {
   associatedtype Output
   associatedtype Failure: Error
@@ -31,17 +32,18 @@ protocol EmissionSource {
 /// | `nextValue(+n)` (drainer) | — | demand > 0: −1, deliver; else idle | stop, release source |
 /// | `deliveredLastValue` (drainer) | — | terminal, deliver completion | stop, no completion |
 /// | `cancelled` | terminal, release downstream (and source) | terminal, release downstream | nothing |
+@usableFromInline
 struct EmissionState<Downstream> {
-  private(set) var downstream: Downstream?
-  private var demand = Subscribers.Demand.none
-  private var draining = false
+  @usableFromInline var downstream: Downstream?
+  @usableFromInline var demand = Subscribers.Demand.none
+  @usableFromInline var draining = false
 
-  init(downstream: Downstream) { self.downstream = downstream }
+  @inlinable init(downstream: Downstream) { self.downstream = downstream }
 
-  var isTerminal: Bool { downstream == nil }
+  @inlinable var isTerminal: Bool { downstream == nil }
 
   /// `true` when the caller became the drainer.
-  mutating func requested(_ more: Subscribers.Demand) -> Bool {
+  @inlinable mutating func requested(_ more: Subscribers.Demand) -> Bool {
     guard downstream != nil else { return false }
     demand += more
     if draining { return false }
@@ -49,14 +51,14 @@ struct EmissionState<Downstream> {
     return true
   }
 
-  enum Step {
+  @usableFromInline enum Step {
     case deliver(Downstream)
     /// Idle (keep the source for the next drainer) or terminal (release it).
     case stop(releaseSource: Bool)
   }
 
   /// The drainer asks whether to deliver one more value.
-  mutating func nextValue(adding more: Subscribers.Demand) -> Step {
+  @inlinable mutating func nextValue(adding more: Subscribers.Demand) -> Step {
     guard let downstream else {
       draining = false
       return .stop(releaseSource: true)
@@ -72,14 +74,14 @@ struct EmissionState<Downstream> {
 
   /// The drainer delivered the last value: become terminal. Returns the downstream to send the
   /// completion to, or `nil` if `cancel()` came first (then no completion is sent).
-  mutating func deliveredLastValue() -> Downstream? {
+  @inlinable mutating func deliveredLastValue() -> Downstream? {
     defer { downstream = nil }
     return downstream
   }
 
   /// Terminal. Returns the downstream to release after unlocking and whether the caller may
   /// release the source (only when no drainer owns it). Idempotent.
-  mutating func cancelled() -> (downstream: Downstream?, releaseSource: Bool) {
+  @inlinable mutating func cancelled() -> (downstream: Downstream?, releaseSource: Bool) {
     guard let downstream else { return (nil, false) }
     self.downstream = nil
     return (downstream, !draining)
@@ -95,31 +97,32 @@ struct EmissionState<Downstream> {
 /// The completion follows the last value at once, without waiting for more demand.
 /// **Cancellation**: `cancel()` is idempotent and thread-safe; nothing starts after it returns;
 /// the subscriber and the source are released.
+@usableFromInline
 final class EmissionSubscription<Source: EmissionSource, Downstream: Subscriber>: Subscription,
   CustomStringConvertible, CustomPlaygroundDisplayConvertible, @unchecked Sendable
 where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
   // Safety: `state` is lock-protected. `source` and `lookahead` are touched only by the thread
   // that `EmissionState` made the drainer (or by `init`, before publication, and by `cancel`
   // when no drainer exists), so they are never accessed concurrently.
-  private let state: Lock<EmissionState<Downstream>>
-  private var source: Source?
-  private var lookahead: Source.Output?
-  private let describedSource: Source
+  @usableFromInline let state: Lock<EmissionState<Downstream>>
+  @usableFromInline var source: Source?
+  @usableFromInline var lookahead: Source.Output?
+  @usableFromInline let describedSource: Source
 
   /// Use only for a source with at least one value: `first` is that value.
-  init(source: Source, first: Source.Output, downstream: Downstream) {
+  @inlinable init(source: Source, first: Source.Output, downstream: Downstream) {
     state = Lock(EmissionState(downstream: downstream))
     describedSource = source
     self.source = source
     lookahead = first
   }
 
-  func request(_ demand: Subscribers.Demand) {
+  @inlinable func request(_ demand: Subscribers.Demand) {
     if Source.rejectsZeroDemand { demand.assertNonZero(for: Source.finishedDescription) }
     if state.withLock({ $0.requested(demand) }) { drain() }
   }
 
-  func cancel() {
+  @inlinable func cancel() {
     let (downstream, releaseSource) = state.withLock { $0.cancelled() }
     if releaseSource {
       source = nil
@@ -128,7 +131,7 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
     withExtendedLifetime(downstream) {}
   }
 
-  private func drain() {
+  @inlinable func drain() {
     var more = Subscribers.Demand.none
     while true {
       switch state.withLock({ $0.nextValue(adding: more) }) {
@@ -158,17 +161,17 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
     }
   }
 
-  var description: String {
+  @usableFromInline var description: String {
     state.withLock { $0.isTerminal } ? Source.finishedDescription : describedSource.liveDescription
   }
 
-  var playgroundDescription: Any { description }
+  @usableFromInline var playgroundDescription: Any { description }
 }
 
 extension EmissionSource {
   /// Subscribes `downstream` to this source: an emission subscription when the source has
   /// values; otherwise `Subscriptions.empty` and the completion at once, as Combine does.
-  func subscribe<Downstream: Subscriber>(_ downstream: Downstream)
+  @inlinable func subscribe<Downstream: Subscriber>(_ downstream: Downstream)
   where Downstream.Input == Output, Downstream.Failure == Failure {
     var source = self
     if let first = source.next() {
@@ -182,20 +185,23 @@ extension EmissionSource {
 }
 
 /// The `description` of a ``SingleValueSource``'s subscription.
+@usableFromInline
 protocol SingleValueLabel {
   static var label: String { get }
 }
 
 /// Zero or one value, then `.finished`: `Just`, `Optional.Publisher`, `Result.Publisher`.
 /// `request(.none)` traps, as in Combine.
+@usableFromInline
 struct SingleValueSource<Output, Failure: Error, Label: SingleValueLabel>: EmissionSource {
-  var value: Output?
-  mutating func next() -> Output? {
+  @usableFromInline var value: Output?
+  @inlinable init(value: Output?) { self.value = value }
+  @inlinable mutating func next() -> Output? {
     defer { value = nil }
     return value
   }
-  var completion: Subscribers.Completion<Failure> { .finished }
-  var liveDescription: String { Label.label }
-  static var finishedDescription: String { Label.label }
-  static var rejectsZeroDemand: Bool { true }
+  @inlinable var completion: Subscribers.Completion<Failure> { .finished }
+  @usableFromInline var liveDescription: String { Label.label }
+  @usableFromInline static var finishedDescription: String { Label.label }
+  @inlinable static var rejectsZeroDemand: Bool { true }
 }

@@ -1,4 +1,4 @@
-import Synchronization
+public import Synchronization
 
 /// A `Mutex` whose protected state may hold non-`Sendable` values: subscribers, subscriptions,
 /// user closures.
@@ -15,16 +15,19 @@ import Synchronization
 ///   the resulting action after the lock is released;
 /// - objects the state drops (a cancelled downstream, a finished closure) are returned and
 ///   released by the caller after unlocking, so their `deinit` never runs under the lock.
+@usableFromInline
 package struct Lock<State>: ~Copyable, @unchecked Sendable {
   // Safety: `State` is only reachable inside `withLock`, which holds the mutex; see the rules above.
-  private let mutex: Mutex<UncheckedSendable<State>>
+  @usableFromInline
+  let mutex: Mutex<UncheckedSendable<State>>
 
+  @inlinable
   package init(_ initialState: State) {
     mutex = Mutex(UncheckedSendable(initialState))
   }
 
   /// Runs `body` with exclusive access to the state and returns what it returns.
-  @inline(__always)
+  @inlinable @inline(__always)
   package func withLock<Result>(_ body: (inout State) -> Result) -> Result {
     mutex.withLock { box -> UncheckedSendable<Result> in
       UncheckedSendable(body(&box.value))
@@ -36,9 +39,12 @@ package struct Lock<State>: ~Copyable, @unchecked Sendable {
 ///
 /// Every use names, in a `// Safety:` comment at the use site, the invariant that makes the
 /// transfer safe (for example: "the scheduler runs the action exactly once, on its queue").
+@usableFromInline
 package struct UncheckedSendable<Value>: @unchecked Sendable {
   // Safety: see the type's documentation; each construction site justifies itself.
+  @usableFromInline
   package var value: Value
 
+  @inlinable
   package init(_ value: Value) { self.value = value }
 }

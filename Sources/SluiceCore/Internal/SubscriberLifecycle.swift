@@ -14,36 +14,37 @@
 /// | `receivedValue` | same, ignore | same, deliver with payload | same, ignore |
 /// | `receivedCompletion` | terminal, complete with payload | terminal, complete | same, ignore |
 /// | `cancelled` | terminal | terminal, cancel upstream | same, nothing |
+@usableFromInline
 struct SubscriberLifecycle<Payload> {
-  enum State {
+  @usableFromInline enum State {
     case awaitingSubscription(Payload)
     case subscribed(any Subscription, Payload)
     case terminal
   }
 
-  private(set) var state: State
+  @usableFromInline var state: State
 
-  init(_ payload: Payload) {
+  @inlinable init(_ payload: Payload) {
     state = .awaitingSubscription(payload)
   }
 
   /// `true` when `subscription` was accepted (request from it); `false` when it must be
   /// cancelled because the subscriber already has one or is done, as Combine does.
-  mutating func receivedSubscription(_ subscription: any Subscription) -> Bool {
+  @inlinable mutating func receivedSubscription(_ subscription: any Subscription) -> Bool {
     guard case .awaitingSubscription(let payload) = state else { return false }
     state = .subscribed(subscription, payload)
     return true
   }
 
   /// The payload to handle a value with, or `nil` when a value is not expected now.
-  func receivedValue() -> Payload? {
+  @inlinable func receivedValue() -> Payload? {
     guard case .subscribed(_, let payload) = state else { return nil }
     return payload
   }
 
   /// The payload to handle the completion with (released by the caller afterwards), or `nil`
   /// when already terminal.
-  mutating func receivedCompletion() -> Payload? {
+  @inlinable mutating func receivedCompletion() -> Payload? {
     switch state {
     case .awaitingSubscription(let payload), .subscribed(_, let payload):
       state = .terminal
@@ -55,7 +56,7 @@ struct SubscriberLifecycle<Payload> {
 
   /// What to release after unlocking: the upstream to cancel (if any) and the payload.
   /// Idempotent.
-  mutating func cancelled() -> (upstream: (any Subscription)?, payload: Payload?) {
+  @inlinable mutating func cancelled() -> (upstream: (any Subscription)?, payload: Payload?) {
     switch state {
     case .awaitingSubscription(let payload):
       state = .terminal
@@ -69,7 +70,7 @@ struct SubscriberLifecycle<Payload> {
   }
 
   /// The payload until the subscriber is terminal.
-  var payload: Payload? {
+  @inlinable var payload: Payload? {
     switch state {
     case .awaitingSubscription(let payload), .subscribed(_, let payload): payload
     case .terminal: nil
@@ -77,7 +78,7 @@ struct SubscriberLifecycle<Payload> {
   }
 
   /// The subscription while subscribed.
-  var subscription: (any Subscription)? {
+  @inlinable var subscription: (any Subscription)? {
     if case .subscribed(let subscription, _) = state { return subscription }
     return nil
   }
@@ -85,18 +86,19 @@ struct SubscriberLifecycle<Payload> {
 
 /// A thread-safe wrapper of ``SubscriberLifecycle`` for terminal subscribers: it performs the
 /// state machine's actions (request, cancel, release) after unlocking.
+@usableFromInline
 final class LifecycleBox<Payload>: @unchecked Sendable {
   // Safety: all mutable state is inside `lifecycle`'s lock; actions run after unlocking.
-  private let lifecycle: Lock<SubscriberLifecycle<Payload>>
+  @usableFromInline let lifecycle: Lock<SubscriberLifecycle<Payload>>
 
-  init(_ payload: Payload) {
+  @inlinable init(_ payload: Payload) {
     lifecycle = Lock(SubscriberLifecycle(payload))
   }
 
   /// Accepts the first subscription and requests `demand` from it; cancels any later one.
   ///
   /// - Returns: whether `subscription` was accepted.
-  @discardableResult
+  @inlinable @discardableResult
   func receive(subscription: any Subscription, requesting demand: Subscribers.Demand) -> Bool {
     if lifecycle.withLock({ $0.receivedSubscription(subscription) }) {
       if demand > 0 { subscription.request(demand) }
@@ -107,29 +109,29 @@ final class LifecycleBox<Payload>: @unchecked Sendable {
   }
 
   /// The payload to handle a value with, while subscribed.
-  func payloadForValue() -> Payload? {
+  @inlinable func payloadForValue() -> Payload? {
     lifecycle.withLock { $0.receivedValue() }
   }
 
   /// The payload to handle the completion with; the box forgets it.
-  func payloadForCompletion() -> Payload? {
+  @inlinable func payloadForCompletion() -> Payload? {
     lifecycle.withLock { $0.receivedCompletion() }
   }
 
   /// Cancels the upstream and releases the payload, after unlocking. Idempotent.
-  func cancel() {
+  @inlinable func cancel() {
     let (upstream, payload) = lifecycle.withLock { $0.cancelled() }
     upstream?.cancel()
     withExtendedLifetime(payload) {}
   }
 
   /// The payload, until completion or cancellation.
-  var payload: Payload? {
+  @inlinable var payload: Payload? {
     lifecycle.withLock { $0.payload }
   }
 
   /// The current subscription, if subscribed.
-  var subscription: (any Subscription)? {
+  @inlinable var subscription: (any Subscription)? {
     lifecycle.withLock { $0.subscription }
   }
 }

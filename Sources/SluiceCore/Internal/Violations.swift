@@ -4,11 +4,13 @@
 /// parameter, the value and the type involved) and `"Internal inconsistency: …"` for states that
 /// should be impossible. `fatalError` is used rather than `precondition` so the text reaches users
 /// of release builds too.
+@usableFromInline
 enum Violation {
   static func negativeDemand(_ value: Int) -> Never {
     fatalError("API Violation: Subscribers.Demand.max(\(value)): demand must not be negative")
   }
 
+  @usableFromInline
   static func zeroDemand(_ subscription: String) -> Never {
     fatalError(
       "API Violation: request(.none) on a \(subscription) subscription: demand must not be zero; "
@@ -31,6 +33,7 @@ enum Violation {
     "Subscribers.Demand cannot be negative (decoded \(value))"
   }
 
+  @usableFromInline
   static func internalInconsistency(_ what: String) -> Never {
     fatalError("Internal inconsistency: \(what)")
   }
@@ -39,7 +42,7 @@ enum Violation {
 extension Subscribers.Demand {
   /// Traps when a subscriber requests `.none` from a subscription that, like Combine's, treats
   /// that as a contract violation.
-  @inline(__always)
+  @inlinable @inline(__always)
   func assertNonZero(for subscription: @autoclosure () -> String) {
     if self == .none { Violation.zeroDemand(subscription()) }
   }

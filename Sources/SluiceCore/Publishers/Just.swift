@@ -19,6 +19,7 @@ public struct Just<Output>: Publisher {
     self.output = output
   }
 
+  @inlinable
   public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Never {
     SingleValueSource<Output, Never, JustLabel>(value: output).subscribe(subscriber)
   }
@@ -28,4 +29,7 @@ extension Just: Equatable where Output: Equatable {}
 extension Just: Sendable where Output: Sendable {}
 
 /// Names `Just`'s subscription.
-enum JustLabel: SingleValueLabel { static var label: String { "Just" } }
+@usableFromInline
+enum JustLabel: SingleValueLabel {
+  @usableFromInline static var label: String { "Just" }
+}

@@ -21,6 +21,7 @@ extension Publishers {
       self.sequence = sequence
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Failure == S.Failure, Elements.Element == S.Input {
       SequenceSource<Elements, Failure>(sequence: sequence).subscribe(subscriber)
@@ -39,18 +40,19 @@ extension Sequence {
 }
 
 /// A sequence's elements, then `.finished`; described by the sequence itself.
+@usableFromInline
 struct SequenceSource<Elements: Sequence, Failure: Error>: EmissionSource {
-  let sequence: Elements
-  var iterator: Elements.Iterator
+  @usableFromInline let sequence: Elements
+  @usableFromInline var iterator: Elements.Iterator
 
-  init(sequence: Elements) {
+  @inlinable init(sequence: Elements) {
     self.sequence = sequence
     iterator = sequence.makeIterator()
   }
 
-  mutating func next() -> Elements.Element? { iterator.next() }
-  var completion: Subscribers.Completion<Failure> { .finished }
-  var liveDescription: String { String(describing: sequence) }
-  static var finishedDescription: String { "Sequence" }
-  static var rejectsZeroDemand: Bool { false }
+  @inlinable mutating func next() -> Elements.Element? { iterator.next() }
+  @inlinable var completion: Subscribers.Completion<Failure> { .finished }
+  @usableFromInline var liveDescription: String { String(describing: sequence) }
+  @usableFromInline static var finishedDescription: String { "Sequence" }
+  @inlinable static var rejectsZeroDemand: Bool { false }
 }

@@ -12,14 +12,25 @@ extension Subscribers {
   {
     // Safety: all mutable state lives in `box` (a lock-protected state machine); the closures
     // are called after unlocking, on the thread that delivers the signal.
-    private struct Closures {
-      let receiveValue: (Input) -> Void
-      let receiveCompletion: (Subscribers.Completion<Failure>) -> Void
+    @usableFromInline
+    struct Closures {
+      @usableFromInline let receiveValue: (Input) -> Void
+      @usableFromInline let receiveCompletion: (Subscribers.Completion<Failure>) -> Void
+
+      @inlinable
+      init(
+        receiveValue: @escaping (Input) -> Void,
+        receiveCompletion: @escaping (Subscribers.Completion<Failure>) -> Void
+      ) {
+        self.receiveValue = receiveValue
+        self.receiveCompletion = receiveCompletion
+      }
     }
 
-    private let box: LifecycleBox<Closures>
+    @usableFromInline let box: LifecycleBox<Closures>
 
     /// Creates a sink with the closures to call on each value and on completion.
+    @inlinable
     public init(
       receiveCompletion: @escaping (Subscribers.Completion<Failure>) -> Void,
       receiveValue: @escaping (Input) -> Void
@@ -27,19 +38,23 @@ extension Subscribers {
       box = LifecycleBox(Closures(receiveValue: receiveValue, receiveCompletion: receiveCompletion))
     }
 
+    @inlinable
     public func receive(subscription: any Subscription) {
       box.receive(subscription: subscription, requesting: .unlimited)
     }
 
+    @inlinable
     public func receive(_ value: Input) -> Subscribers.Demand {
       box.payloadForValue()?.receiveValue(value)
       return .none
     }
 
+    @inlinable
     public func receive(completion: Subscribers.Completion<Failure>) {
       box.payloadForCompletion()?.receiveCompletion(completion)
     }
 
+    @inlinable
     public func cancel() { box.cancel() }
 
     public var description: String { "Sink" }
@@ -52,6 +67,7 @@ extension Publisher {
   /// Attaches a subscriber with closure-based behaviour; it requests `.unlimited`.
   ///
   /// - Returns: a cancellable that cancels the subscription when cancelled or deinitialised.
+  @inlinable
   public func sink(
     receiveCompletion: @escaping (Subscribers.Completion<Failure>) -> Void,
     receiveValue: @escaping (Output) -> Void
@@ -66,6 +82,7 @@ extension Publisher {
 extension Publisher where Failure == Never {
   /// Attaches a subscriber that calls `receiveValue` for each value of a publisher that cannot
   /// fail; it requests `.unlimited`.
+  @inlinable
   public func sink(receiveValue: @escaping (Output) -> Void) -> AnyCancellable {
     sink(receiveCompletion: { _ in }, receiveValue: receiveValue)
   }
