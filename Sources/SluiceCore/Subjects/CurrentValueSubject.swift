@@ -15,7 +15,7 @@
 /// ```
 public final class CurrentValueSubject<Output, Failure: Error>: Subject, @unchecked Sendable {
   // Safety: all state is in `core`, which is thread-safe.
-  private let core: SubjectCore<Output, Failure>
+  @usableFromInline let core: SubjectCore<Output, Failure>
 
   /// Creates a subject with `value` as its current value.
   public init(_ value: Output) {
@@ -33,17 +33,21 @@ public final class CurrentValueSubject<Output, Failure: Error>: Subject, @unchec
     set { send(newValue) }
   }
 
+  @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where Output == S.Input, Failure == S.Failure {
     core.subscribe(subscriber)
   }
 
   /// Sets the current value and sends it to every subscriber with demand.
+  @inlinable
   public func send(_ input: Output) { core.send(input) }
 
+  @inlinable
   public func send(completion: Subscribers.Completion<Failure>) {
     core.send(completion: completion)
   }
 
+  @inlinable
   public func send(subscription: any Subscription) { core.send(subscription: subscription) }
 }

@@ -17,21 +17,26 @@
 /// ```
 public final class PassthroughSubject<Output, Failure: Error>: Subject, @unchecked Sendable {
   // Safety: all state is in `core`, which is thread-safe.
-  private let core = SubjectCore<Output, Failure>(name: "PassthroughSubject", currentValue: nil)
+  @usableFromInline let core = SubjectCore<Output, Failure>(
+    name: "PassthroughSubject", currentValue: nil)
 
   public init() {}
 
+  @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where Output == S.Input, Failure == S.Failure {
     core.subscribe(subscriber)
   }
 
+  @inlinable
   public func send(_ input: Output) { core.send(input) }
 
+  @inlinable
   public func send(completion: Subscribers.Completion<Failure>) {
     core.send(completion: completion)
   }
 
+  @inlinable
   public func send(subscription: any Subscription) { core.send(subscription: subscription) }
 
   /// Whether any subscriber is attached (for tests that must not send before a consumer has

@@ -9,22 +9,27 @@
 /// later ones (after `Subscriptions.empty`); values after completion are ignored.
 /// **Upstreams**: each subscription given through `send(subscription:)` is asked for `.unlimited`
 /// and cancelled when the core is released.
+@usableFromInline
 final class SubjectCore<Output, Failure: Error>: @unchecked Sendable {
   // Safety: all mutable state is in `state`'s lock; conduits and upstreams are called after
   // unlocking.
-  private struct State {
-    var conduits: ContiguousArray<any SubjectConduit<Output, Failure>> = []
-    var completion: Subscribers.Completion<Failure>?
-    var upstreams: [any Subscription] = []
-    var currentValue: Output?
+  @usableFromInline
+  struct State {
+    @usableFromInline var conduits: ContiguousArray<ConduitEntry<Output, Failure>> = []
+    @usableFromInline var completion: Subscribers.Completion<Failure>?
+    @usableFromInline var upstreams: [any Subscription] = []
+    @usableFromInline var currentValue: Output?
+
+    @inlinable init(currentValue: Output?) { self.currentValue = currentValue }
   }
 
   /// The `description` of this subject's subscriptions, as Combine names them.
-  let name: String
+  @usableFromInline let name: String
   /// Whether subscribers receive the current value first (CurrentValueSubject, Published).
-  let replaysCurrentValue: Bool
-  private let state: Lock<State>
+  @usableFromInline let replaysCurrentValue: Bool
+  @usableFromInline let state: Lock<State>
 
+  @inlinable
   init(name: String, currentValue: Output?) {
     self.name = name
     replaysCurrentValue = currentValue != nil
@@ -35,16 +40,18 @@ final class SubjectCore<Output, Failure: Error>: @unchecked Sendable {
     for upstream in state.withLock({ $0.upstreams }) { upstream.cancel() }
   }
 
+  @inlinable
   var currentValue: Output? {
     get { state.withLock { $0.currentValue } }
   }
 
+  @inlinable
   func subscribe<Downstream: Subscriber>(_ downstream: Downstream)
   where Downstream.Input == Output, Downstream.Failure == Failure {
     let conduit = Conduit(parent: self, downstream: downstream)
     let completion = state.withLock { state -> Subscribers.Completion<Failure>? in
       if let completion = state.completion { return completion }
-      state.conduits.append(conduit)
+      state.conduits.append(conduit.entry)
       return nil
     }
     if let completion {
@@ -57,16 +64,18 @@ final class SubjectCore<Output, Failure: Error>: @unchecked Sendable {
 
   /// Sends `value` to every attached subscriber with demand; for a subject with a current
   /// value, also makes it the current value (even after completion, when nothing is sent).
+  @inlinable
   func send(_ value: Output) {
-    let conduits = state.withLock { state -> ContiguousArray<any SubjectConduit<Output, Failure>> in
+    let conduits = state.withLock { state -> ContiguousArray<ConduitEntry<Output, Failure>> in
       if replaysCurrentValue { state.currentValue = value }
       return state.completion == nil ? state.conduits : []
     }
     for conduit in conduits { conduit.offer(value) }
   }
 
+  @inlinable
   func send(completion: Subscribers.Completion<Failure>) {
-    let conduits = state.withLock { state -> ContiguousArray<any SubjectConduit<Output, Failure>> in
+    let conduits = state.withLock { state -> ContiguousArray<ConduitEntry<Output, Failure>> in
       guard state.completion == nil else { return [] }
       state.completion = completion
       defer { state.conduits = [] }
@@ -75,15 +84,19 @@ final class SubjectCore<Output, Failure: Error>: @unchecked Sendable {
     for conduit in conduits { conduit.finish(completion) }
   }
 
+  @inlinable
   func send(subscription: any Subscription) {
     state.withLock { $0.upstreams.append(subscription) }
     subscription.request(.unlimited)
   }
 
   /// Forgets `conduit` (it was cancelled or has completed).
+  @inlinable
   func detach(_ conduit: AnyObject) {
-    let removed = state.withLock { state -> (any SubjectConduit<Output, Failure>)? in
-      guard let index = state.conduits.firstIndex(where: { $0 === conduit }) else { return nil }
+    let removed = state.withLock { state -> ConduitEntry<Output, Failure>? in
+      guard let index = state.conduits.firstIndex(where: { $0.conduit === conduit }) else {
+        return nil
+      }
       return state.conduits.remove(at: index)
     }
     withExtendedLifetime(removed) {}

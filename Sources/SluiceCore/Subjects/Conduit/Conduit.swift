@@ -1,9 +1,23 @@
-/// What a ``SubjectCore`` needs from each of its subscriptions, whatever the subscriber's type.
-protocol SubjectConduit<Output, Failure>: AnyObject, Sendable {
-  associatedtype Output
-  associatedtype Failure: Error
-  func offer(_ value: Output)
-  func finish(_ completion: Subscribers.Completion<Failure>)
+/// How a ``SubjectCore`` reaches one of its subscriptions, whatever the subscriber's type.
+///
+/// The closures are made when the subscriber attaches, in code specialized for its type, so a
+/// `send` calls straight into specialized delivery (no existential, no generic metadata lookups
+/// per value). Each captures only the conduit, which needs no allocation of its own.
+@usableFromInline
+struct ConduitEntry<Output, Failure: Error> {
+  @usableFromInline let conduit: AnyObject
+  @usableFromInline let offer: (Output) -> Void
+  @usableFromInline let finish: (Subscribers.Completion<Failure>) -> Void
+
+  @inlinable
+  init(
+    conduit: AnyObject, offer: @escaping (Output) -> Void,
+    finish: @escaping (Subscribers.Completion<Failure>) -> Void
+  ) {
+    self.conduit = conduit
+    self.offer = offer
+    self.finish = finish
+  }
 }
 
 /// A subject's subscription to one subscriber: per-subscriber demand, serial delivery.
@@ -14,20 +28,22 @@ protocol SubjectConduit<Output, Failure>: AnyObject, Sendable {
 /// senders never deliver concurrently (see ``ConduitState``). **Cancellation**: `cancel()` detaches
 /// from the subject and releases the subscriber at once; a value already being delivered on
 /// another thread completes its delivery, and nothing starts after `cancel()` returns.
-final class Conduit<Downstream: Subscriber>: SubjectConduit, Subscription,
+@usableFromInline
+final class Conduit<Downstream: Subscriber>: Subscription,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
 {
   // Safety: all mutable state is in `state`'s lock; the subscriber is called only by the single
   // drainer that `ConduitState` elects, after unlocking.
-  typealias Output = Downstream.Input
-  typealias Failure = Downstream.Failure
-  typealias Parent = SubjectCore<Output, Failure>
+  @usableFromInline typealias Output = Downstream.Input
+  @usableFromInline typealias Failure = Downstream.Failure
+  @usableFromInline typealias Parent = SubjectCore<Output, Failure>
 
-  private let state: Lock<ConduitState<Downstream, Parent>>
-  private let replaysCurrentValue: Bool
-  let description: String
+  @usableFromInline let state: Lock<ConduitState<Downstream, Parent>>
+  @usableFromInline let replaysCurrentValue: Bool
+  @usableFromInline let description: String
 
+  @inlinable
   init(parent: Parent, downstream: Downstream) {
     replaysCurrentValue = parent.replaysCurrentValue
     description = parent.name
@@ -36,6 +52,13 @@ final class Conduit<Downstream: Subscriber>: SubjectConduit, Subscription,
         downstream: downstream, parent: parent, replaysCurrentValue: parent.replaysCurrentValue))
   }
 
+  /// This conduit as the subject core sees it.
+  @inlinable
+  var entry: ConduitEntry<Output, Failure> {
+    ConduitEntry(conduit: self, offer: { [self] in offer($0) }, finish: { [self] in finish($0) })
+  }
+
+  @inlinable
   func offer(_ value: Output) {
     let action = state.withLock { $0.offered(value, replaysCurrentValue: replaysCurrentValue) }
     if case .deliver(let downstream) = action {
@@ -43,15 +66,18 @@ final class Conduit<Downstream: Subscriber>: SubjectConduit, Subscription,
     }
   }
 
+  @inlinable
   func finish(_ completion: Subscribers.Completion<Failure>) {
     if state.withLock({ $0.finished(completion) }) { drain(adding: .none) }
   }
 
+  @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     if state.withLock({ $0.requested(demand) }) { drain(adding: .none) }
   }
 
+  @inlinable
   func cancel() {
     let released = state.withLock { $0.cancelled() }
     released.parent?.detach(self)
@@ -59,7 +85,8 @@ final class Conduit<Downstream: Subscriber>: SubjectConduit, Subscription,
   }
 
   /// The drain loop; only the thread that `ConduitState` made the drainer runs it.
-  private func drain(adding demand: Subscribers.Demand) {
+  @inlinable
+  func drain(adding demand: Subscribers.Demand) {
     var more = demand
     while true {
       switch state.withLock({ $0.nextStep(adding: more) }) {
@@ -81,10 +108,10 @@ final class Conduit<Downstream: Subscriber>: SubjectConduit, Subscription,
     }
   }
 
-  var customMirror: Mirror {
+  @usableFromInline var customMirror: Mirror {
     let (downstream, demand) = state.withLock { ($0.downstream, $0.demand) }
     return Mirror(self, children: ["downstream": downstream as Any, "demand": demand])
   }
 
-  var playgroundDescription: Any { description }
+  @usableFromInline var playgroundDescription: Any { description }
 }

@@ -18,34 +18,35 @@
 /// | `finished(c)` | remember `c`, become drainer | remember `c` | ignore |
 /// | `nextStep(+n)` (drainer only) | — | queued value, else owed current value, else completion, else idle | idle |
 /// | `cancelled` | terminal, release everything | same | nothing |
+@usableFromInline
 struct ConduitState<Downstream: Subscriber, Parent> {
-  typealias Output = Downstream.Input
-  typealias Failure = Downstream.Failure
+  @usableFromInline typealias Output = Downstream.Input
+  @usableFromInline typealias Failure = Downstream.Failure
 
   /// `nil` once terminal.
-  private(set) var downstream: Downstream?
-  private var parent: Parent?
-  private(set) var demand = Subscribers.Demand.none
-  private var draining = false
+  @usableFromInline var downstream: Downstream?
+  @usableFromInline var parent: Parent?
+  @usableFromInline var demand = Subscribers.Demand.none
+  @usableFromInline var draining = false
   /// Values accepted against demand while a drainer was delivering, oldest first.
-  private var queue: [Output] = []
-  private var queueHead = 0
-  private var completion: Subscribers.Completion<Failure>?
+  @usableFromInline var queue: [Output] = []
+  @usableFromInline var queueHead = 0
+  @usableFromInline var completion: Subscribers.Completion<Failure>?
   /// For subjects with a current value: the subscriber has not yet received the latest value.
-  private var owesCurrentValue: Bool
+  @usableFromInline var owesCurrentValue: Bool
 
-  init(downstream: Downstream, parent: Parent, replaysCurrentValue: Bool) {
+  @inlinable init(downstream: Downstream, parent: Parent, replaysCurrentValue: Bool) {
     self.downstream = downstream
     self.parent = parent
     owesCurrentValue = replaysCurrentValue
   }
 
-  enum OfferAction {
+  @usableFromInline enum OfferAction {
     case deliver(Downstream)
     case none
   }
 
-  mutating func offered(_ value: Output, replaysCurrentValue: Bool) -> OfferAction {
+  @inlinable mutating func offered(_ value: Output, replaysCurrentValue: Bool) -> OfferAction {
     guard let downstream, completion == nil else { return .none }
     guard demand > 0 else {
       if replaysCurrentValue { owesCurrentValue = true }
@@ -62,26 +63,26 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   }
 
   /// `true` when the caller became the drainer and must run the drain loop.
-  mutating func requested(_ more: Subscribers.Demand) -> Bool {
+  @inlinable mutating func requested(_ more: Subscribers.Demand) -> Bool {
     guard downstream != nil else { return false }
     demand += more
     return becomeDrainer()
   }
 
   /// `true` when the caller became the drainer and must run the drain loop.
-  mutating func finished(_ completion: Subscribers.Completion<Failure>) -> Bool {
+  @inlinable mutating func finished(_ completion: Subscribers.Completion<Failure>) -> Bool {
     guard downstream != nil, self.completion == nil else { return false }
     self.completion = completion
     return becomeDrainer()
   }
 
-  private mutating func becomeDrainer() -> Bool {
+  @inlinable mutating func becomeDrainer() -> Bool {
     if draining { return false }
     draining = true
     return true
   }
 
-  enum Step {
+  @usableFromInline enum Step {
     case deliver(Downstream, Output)
     case deliverCurrentValue(Downstream, Parent)
     case complete(Downstream, Subscribers.Completion<Failure>, releasing: Parent?)
@@ -89,7 +90,7 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   }
 
   /// The drainer's next action, after adding the demand the last delivery returned.
-  mutating func nextStep(adding more: Subscribers.Demand) -> Step {
+  @inlinable mutating func nextStep(adding more: Subscribers.Demand) -> Step {
     guard let downstream else {
       draining = false
       return .idle
@@ -120,7 +121,9 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   }
 
   /// Terminal; returns what to release (and to detach from) after unlocking. Idempotent.
-  mutating func cancelled() -> (downstream: Downstream?, parent: Parent?, queue: [Output]) {
+  @inlinable mutating func cancelled() -> (
+    downstream: Downstream?, parent: Parent?, queue: [Output]
+  ) {
     guard let downstream else { return (nil, nil, []) }
     let released = (downstream, parent, queue)
     self.downstream = nil
