@@ -1,4 +1,5 @@
 /// Every message SluiceAsync traps with, in one place (see SluiceCore's `Violation`).
+@usableFromInline
 enum AsyncViolation {
   static func bufferSize(_ count: Int, policy: String, minimum: Int) -> Never {
     fatalError(
@@ -6,12 +7,14 @@ enum AsyncViolation {
         + "\(minimum)")
   }
 
+  @usableFromInline
   static func concurrentNext() -> Never {
     fatalError(
       "API Violation: next() called on a publisher's async iterator while another call to next() "
         + "was still waiting; iterate each iterator from one task at a time")
   }
 
+  @usableFromInline
   static func zeroDemand(_ subscription: String) -> Never {
     fatalError(
       "API Violation: request(.none) on a \(subscription) subscription: demand must not be zero; "

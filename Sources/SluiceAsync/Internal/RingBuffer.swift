@@ -1,19 +1,22 @@
 /// A first-in, first-out buffer with amortised O(1) append, removal at the front and removal of
 /// the oldest element: the storage behind the async bridges' buffering policies.
+@usableFromInline
 struct RingBuffer<Element> {
-  private var storage: ContiguousArray<Element?> = []
-  private var head = 0
-  private(set) var count = 0
+  @usableFromInline var storage: ContiguousArray<Element?> = []
+  @usableFromInline var head = 0
+  @usableFromInline var count = 0
 
-  var isEmpty: Bool { count == 0 }
+  @inlinable init() {}
 
-  mutating func append(_ element: Element) {
+  @inlinable var isEmpty: Bool { count == 0 }
+
+  @inlinable mutating func append(_ element: Element) {
     if count == storage.count { grow() }
     storage[(head + count) % storage.count] = element
     count += 1
   }
 
-  mutating func popFirst() -> Element? {
+  @inlinable mutating func popFirst() -> Element? {
     guard count > 0 else { return nil }
     let element = storage[head]
     storage[head] = nil
@@ -22,13 +25,13 @@ struct RingBuffer<Element> {
     return element
   }
 
-  mutating func removeAll() {
+  @inlinable mutating func removeAll() {
     storage = []
     head = 0
     count = 0
   }
 
-  private mutating func grow() {
+  @inlinable mutating func grow() {
     var grown = ContiguousArray<Element?>(repeating: nil, count: Swift.max(8, storage.count * 2))
     for index in 0..<count { grown[index] = storage[(head + index) % storage.count] }
     storage = grown

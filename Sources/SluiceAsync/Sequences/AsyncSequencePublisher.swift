@@ -31,6 +31,7 @@ public struct AsyncSequencePublisher<Base: AsyncSequence & Sendable>: Publisher,
     self.priority = priority
   }
 
+  @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where S.Input == Output, S.Failure == Failure {
     subscriber.receive(
@@ -40,7 +41,8 @@ public struct AsyncSequencePublisher<Base: AsyncSequence & Sendable>: Publisher,
   }
 
   /// The task's body: one pull per unit of demand, until the end, a failure or cancellation.
-  private static func pull(_ base: Base, into feed: any ValueFeed<Output, Failure>) async {
+  @inlinable
+  static func pull(_ base: Base, into feed: any ValueFeed<Output, Failure>) async {
     var iterator = base.makeAsyncIterator()
     while await feed.reserve() {
       do {

@@ -15,26 +15,27 @@
 /// | `returned(n)` (task) | — | demand +n | ignore |
 /// | `finishing` (task) | — | terminal; the subscriber to complete | `nil` |
 /// | `cancelled` | terminal | terminal; cancel the task, resume a parked one with stop | nothing |
+@usableFromInline
 struct PullState<Downstream> {
-  typealias Parked = UnsafeContinuation<Bool, Never>
+  @usableFromInline typealias Parked = UnsafeContinuation<Bool, Never>
 
-  private(set) var downstream: Downstream?
-  private var demand = Subscribers.Demand.none
-  private var started = false
-  private var task: Task<Void, Never>?
-  private var parked: Parked?
+  @usableFromInline var downstream: Downstream?
+  @usableFromInline var demand = Subscribers.Demand.none
+  @usableFromInline var started = false
+  @usableFromInline var task: Task<Void, Never>?
+  @usableFromInline var parked: Parked?
 
-  init(downstream: Downstream) {
+  @inlinable init(downstream: Downstream) {
     self.downstream = downstream
   }
 
-  enum RequestAction {
+  @usableFromInline enum RequestAction {
     case start
     case resume(Parked)
     case none
   }
 
-  mutating func requested(_ more: Subscribers.Demand) -> RequestAction {
+  @inlinable mutating func requested(_ more: Subscribers.Demand) -> RequestAction {
     guard downstream != nil else { return .none }
     demand += more
     if !started {
@@ -50,20 +51,20 @@ struct PullState<Downstream> {
   }
 
   /// The task to cancel if the subscription was cancelled while the task was being created.
-  mutating func taskStarted(_ task: Task<Void, Never>) -> Task<Void, Never>? {
+  @inlinable mutating func taskStarted(_ task: Task<Void, Never>) -> Task<Void, Never>? {
     guard downstream != nil else { return task }
     self.task = task
     return nil
   }
 
-  enum PullDecision {
+  @usableFromInline enum PullDecision {
     case pull
     case park
     case stop
   }
 
   /// The task asks, before each pull, whether it may take one unit of demand.
-  mutating func nextPull() -> PullDecision {
+  @inlinable mutating func nextPull() -> PullDecision {
     guard downstream != nil else { return .stop }
     guard demand > 0 else { return .park }
     demand -= 1
@@ -72,7 +73,7 @@ struct PullState<Downstream> {
 
   /// The task parks `continuation` until demand arrives; resumes it at once if demand (or the
   /// end) came meanwhile. Returns the continuation to resume and with what, or `nil` if parked.
-  mutating func parking(_ continuation: Parked) -> (Parked, Bool)? {
+  @inlinable mutating func parking(_ continuation: Parked) -> (Parked, Bool)? {
     guard downstream != nil else { return (continuation, false) }
     if demand > 0 {
       demand -= 1
@@ -83,15 +84,15 @@ struct PullState<Downstream> {
   }
 
   /// The subscriber to deliver a pulled value to, or `nil` if cancelled meanwhile.
-  func willDeliver() -> Downstream? { downstream }
+  @inlinable func willDeliver() -> Downstream? { downstream }
 
-  mutating func returned(_ more: Subscribers.Demand) {
+  @inlinable mutating func returned(_ more: Subscribers.Demand) {
     guard downstream != nil else { return }
     demand += more
   }
 
   /// Terminal; the subscriber to send the completion to, or `nil` if already terminal.
-  mutating func finishing() -> Downstream? {
+  @inlinable mutating func finishing() -> Downstream? {
     defer {
       downstream = nil
       task = nil
@@ -100,8 +101,9 @@ struct PullState<Downstream> {
   }
 
   /// Terminal; what to cancel and resume after unlocking. Idempotent.
-  mutating func cancelled() -> (downstream: Downstream?, task: Task<Void, Never>?, parked: Parked?)
-  {
+  @inlinable mutating func cancelled() -> (
+    downstream: Downstream?, task: Task<Void, Never>?, parked: Parked?
+  ) {
     let released = (downstream, task, parked)
     downstream = nil
     task = nil

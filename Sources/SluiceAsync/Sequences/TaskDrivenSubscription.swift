@@ -1,20 +1,21 @@
 /// What the task behind a task-driven subscription uses to feed the subscriber, without seeing
 /// the subscriber's type.
+@usableFromInline
 protocol ValueFeed<Output, Failure>: Sendable {
   associatedtype Output
   associatedtype Failure: Error
 
   /// Takes one unit of demand, suspending (parked, not spinning) while there is none.
   /// `false` once the subscription is cancelled: the task should stop.
-  func reserve() async -> Bool
+  @inlinable func reserve() async -> Bool
 
   /// Delivers a value reserved with `reserve()`; `false` if cancelled meanwhile (the value is
   /// dropped).
   @discardableResult
-  func deliver(_ value: Output) -> Bool
+  @inlinable func deliver(_ value: Output) -> Bool
 
   /// Sends the completion, unless cancelled.
-  func finish(_ completion: Subscribers.Completion<Failure>)
+  @inlinable func finish(_ completion: Subscribers.Completion<Failure>)
 }
 
 /// A subscription whose values come from a `Task`: the shared engine of
@@ -25,28 +26,31 @@ protocol ValueFeed<Output, Failure>: Sendable {
 /// from `receive(_:)` counts. `request(.none)` traps. **Ordering**: every signal comes from the
 /// one task, so they are serial. **Cancellation**: `cancel()` cancels the task, unparks it and
 /// releases the subscriber at once; nothing is delivered afterwards. See ``PullState``.
+@usableFromInline
 final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueFeed,
   CustomStringConvertible, @unchecked Sendable
 {
   // Safety: all mutable state is in `state`'s lock; the subscriber is called only from the one
   // task, after unlocking; continuations are resumed after unlocking.
-  typealias Output = Downstream.Input
-  typealias Failure = Downstream.Failure
-  typealias Body = @Sendable (any ValueFeed<Output, Failure>) async -> Void
+  @usableFromInline typealias Output = Downstream.Input
+  @usableFromInline typealias Failure = Downstream.Failure
+  @usableFromInline typealias Body = @Sendable (any ValueFeed<Output, Failure>) async -> Void
 
-  private let state: Lock<PullState<Downstream>>
-  private let priority: TaskPriority?
-  private let body: Body
-  let description: String
+  @usableFromInline let state: Lock<PullState<Downstream>>
+  @usableFromInline let priority: TaskPriority?
+  @usableFromInline let body: Body
+  @usableFromInline let description: String
 
-  init(description: String, priority: TaskPriority?, downstream: Downstream, body: @escaping Body) {
+  @inlinable init(
+    description: String, priority: TaskPriority?, downstream: Downstream, body: @escaping Body
+  ) {
     self.description = description
     self.priority = priority
     self.body = body
     state = Lock(PullState(downstream: downstream))
   }
 
-  func request(_ demand: Subscribers.Demand) {
+  @inlinable func request(_ demand: Subscribers.Demand) {
     if demand == .none { AsyncViolation.zeroDemand(description) }
     switch state.withLock({ $0.requested(demand) }) {
     case .start:
@@ -60,7 +64,7 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
     }
   }
 
-  func cancel() {
+  @inlinable func cancel() {
     let (downstream, task, parked) = state.withLock { $0.cancelled() }
     task?.cancel()
     parked?.resume(returning: false)
@@ -69,7 +73,7 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
 
   // MARK: ValueFeed
 
-  func reserve() async -> Bool {
+  @inlinable func reserve() async -> Bool {
     switch state.withLock({ $0.nextPull() }) {
     case .pull: return true
     case .stop: return false
@@ -82,14 +86,14 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
     }
   }
 
-  func deliver(_ value: Output) -> Bool {
+  @inlinable func deliver(_ value: Output) -> Bool {
     guard let downstream = state.withLock({ $0.willDeliver() }) else { return false }
     let more = downstream.receive(value)
     if more > 0 { state.withLock { $0.returned(more) } }
     return true
   }
 
-  func finish(_ completion: Subscribers.Completion<Failure>) {
+  @inlinable func finish(_ completion: Subscribers.Completion<Failure>) {
     state.withLock { $0.finishing() }?.receive(completion: completion)
   }
 }

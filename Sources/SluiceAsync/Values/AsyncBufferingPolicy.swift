@@ -19,7 +19,8 @@
 /// `demandOne`, `prefetch` and `unbounded` the extra values are buffered (never lost), with the
 /// two dropping policies they are subject to the policy's rule.
 public struct AsyncBufferingPolicy: Sendable, Hashable, CustomStringConvertible {
-  enum Kind: Hashable {
+  @usableFromInline
+  enum Kind: Hashable, Sendable {
     case demandOne
     case prefetch(Int)
     case unbounded
@@ -27,7 +28,7 @@ public struct AsyncBufferingPolicy: Sendable, Hashable, CustomStringConvertible 
     case oldest(Int)
   }
 
-  let kind: Kind
+  @usableFromInline let kind: Kind
 
   /// One `request(.max(1))` per `next()`, as Combine's `values`: nothing is requested or held
   /// while the consumer is not waiting.

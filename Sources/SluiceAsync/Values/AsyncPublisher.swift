@@ -31,6 +31,7 @@ public struct AsyncPublisher<Upstream: Publisher>: AsyncSequence {
     self.bufferingPolicy = bufferingPolicy
   }
 
+  @inlinable
   public func makeAsyncIterator() -> Iterator {
     let bridge = ValuesBridge<Element, Failure>(policy: bufferingPolicy)
     upstream.subscribe(bridge)
@@ -39,14 +40,18 @@ public struct AsyncPublisher<Upstream: Publisher>: AsyncSequence {
 
   /// The iterator of an ``AsyncPublisher``; use it from one task at a time.
   public struct Iterator: AsyncIteratorProtocol {
-    let owner: IteratorOwner<Element, Failure>
+    @usableFromInline let owner: IteratorOwner<Element, Failure>
 
+    @inlinable init(owner: IteratorOwner<Element, Failure>) { self.owner = owner }
+
+    @inlinable
     public mutating func next(isolation actor: isolated (any Actor)? = #isolation)
       async throws(Failure) -> Element?
     {
       try await owner.bridge.next(isolation: actor)
     }
 
+    @inlinable
     public mutating func next() async throws(Failure) -> Element? {
       try await owner.bridge.next(isolation: nil)
     }
@@ -63,9 +68,10 @@ extension AsyncPublisher.Iterator: Sendable {}
 
 /// Owned only by an iterator (and its copies): when the last is dropped, the subscription is
 /// cancelled, which breaks the bridge ↔ subscription reference cycle.
+@usableFromInline
 final class IteratorOwner<Output, Failure: Error>: Sendable {
-  let bridge: ValuesBridge<Output, Failure>
-  init(_ bridge: ValuesBridge<Output, Failure>) { self.bridge = bridge }
+  @usableFromInline let bridge: ValuesBridge<Output, Failure>
+  @inlinable init(_ bridge: ValuesBridge<Output, Failure>) { self.bridge = bridge }
   deinit { bridge.cancel() }
 }
 

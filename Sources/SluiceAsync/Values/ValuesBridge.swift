@@ -6,23 +6,24 @@
 /// or the iterator was dropped) cancels the upstream subscription at once, releases it and the
 /// buffer, and ends a waiting `next()` with `nil`. A consumer never waits on a lock: the lock
 /// only guards the state machine, and continuations are resumed after unlocking.
+@usableFromInline
 final class ValuesBridge<Output, Failure: Error>: Subscriber, @unchecked Sendable {
   // Safety: all mutable state is in `state`'s lock; the subscription is called and
   // continuations are resumed after unlocking. A value moves from the publisher's thread to
   // exactly one consumer and the bridge keeps no reference to it: an ownership transfer, which
   // is what `UncheckedSendable` carries across the continuation.
-  typealias Input = Output
-  private typealias State = ValuesState<Output, Failure>
+  @usableFromInline typealias Input = Output
+  @usableFromInline typealias State = ValuesState<Output, Failure>
 
-  private let state: Lock<State>
+  @usableFromInline let state: Lock<State>
 
-  init(policy: AsyncBufferingPolicy) {
+  @inlinable init(policy: AsyncBufferingPolicy) {
     state = Lock(State(policy: policy))
   }
 
   // MARK: Subscriber
 
-  func receive(subscription: any Subscription) {
+  @inlinable func receive(subscription: any Subscription) {
     switch state.withLock({ $0.receivedSubscription(subscription) }) {
     case .request(let subscription, let demand): subscription.request(demand)
     case .cancel(let subscription): subscription.cancel()
@@ -30,7 +31,7 @@ final class ValuesBridge<Output, Failure: Error>: Subscriber, @unchecked Sendabl
     }
   }
 
-  func receive(_ input: Output) -> Subscribers.Demand {
+  @inlinable func receive(_ input: Output) -> Subscribers.Demand {
     switch state.withLock({ $0.receivedValue(input) }) {
     case .resume(let waiter, let value, let demand):
       waiter.resume(returning: UncheckedSendable(.value(value)))
@@ -40,7 +41,7 @@ final class ValuesBridge<Output, Failure: Error>: Subscriber, @unchecked Sendabl
     }
   }
 
-  func receive(completion: Subscribers.Completion<Failure>) {
+  @inlinable func receive(completion: Subscribers.Completion<Failure>) {
     if let (waiter, next) = state.withLock({ $0.receivedCompletion(completion) }) {
       waiter.resume(returning: UncheckedSendable(next))
     }
@@ -49,7 +50,7 @@ final class ValuesBridge<Output, Failure: Error>: Subscriber, @unchecked Sendabl
   // MARK: Consumer
 
   /// The next value, `nil` at the end, or the publisher's failure.
-  func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Output? {
+  @inlinable func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Output? {
     switch state.withLock({ $0.consumed() }) {
     case .value(let value, let topUp):
       if let (subscription, demand) = topUp { subscription.request(demand) }
@@ -61,7 +62,7 @@ final class ValuesBridge<Output, Failure: Error>: Subscriber, @unchecked Sendabl
     }
   }
 
-  private func wait(isolation actor: isolated (any Actor)?) async throws(Failure) -> Output? {
+  @inlinable func wait(isolation actor: isolated (any Actor)?) async throws(Failure) -> Output? {
     let next = await withTaskCancellationHandler {
       await withUnsafeContinuation(isolation: actor) { (waiter: State.Waiter) in
         switch state.withLock({ $0.waiting(waiter) }) {
@@ -82,7 +83,7 @@ final class ValuesBridge<Output, Failure: Error>: Subscriber, @unchecked Sendabl
     return try Self.unwrap(next.value)
   }
 
-  private static func unwrap(_ next: State.Next) throws(Failure) -> Output? {
+  @inlinable static func unwrap(_ next: State.Next) throws(Failure) -> Output? {
     switch next {
     case .value(let value): return value
     case .end: return nil
@@ -91,7 +92,7 @@ final class ValuesBridge<Output, Failure: Error>: Subscriber, @unchecked Sendabl
   }
 
   /// Cancels the upstream and ends a waiting consumer. Idempotent and thread-safe.
-  func cancel() {
+  @inlinable func cancel() {
     let (upstream, waiter, buffer) = state.withLock { $0.cancelled() }
     upstream?.cancel()
     waiter?.resume(returning: UncheckedSendable(.end))

@@ -15,48 +15,51 @@
 /// | `consumed` (fast path) | buffered value (maybe top up demand) | buffered value, else end, terminal | end |
 /// | `waiting(k)` | park `k` (demandOne: request 1) | as `consumed`, resuming `k` | resume `k` with end |
 /// | `cancelled` | terminal; cancel upstream; end the waiting consumer | terminal | nothing |
+@usableFromInline
 struct ValuesState<Output, Failure: Error> {
   /// What a waiting consumer is resumed with.
-  enum Next {
+  @usableFromInline enum Next {
     case value(Output)
     case end
     case failure(Failure)
   }
 
-  typealias Waiter = UnsafeContinuation<UncheckedSendable<Next>, Never>
+  @usableFromInline typealias Waiter = UnsafeContinuation<UncheckedSendable<Next>, Never>
 
-  private enum Phase {
+  @usableFromInline enum Phase {
     case awaitingSubscription
     case subscribed(any Subscription)
     case finished(Subscribers.Completion<Failure>)
     case terminal
   }
 
-  private var phase = Phase.awaitingSubscription
-  private let policy: AsyncBufferingPolicy.Kind
-  private var buffer = RingBuffer<Output>()
-  private var waiter: Waiter?
+  @usableFromInline var phase = Phase.awaitingSubscription
+  @usableFromInline let policy: AsyncBufferingPolicy.Kind
+  @usableFromInline var buffer = RingBuffer<Output>()
+  @usableFromInline var waiter: Waiter?
   /// `prefetch` only: values requested and not yet received.
-  private var outstanding = 0
+  @usableFromInline var outstanding = 0
 
-  init(policy: AsyncBufferingPolicy) {
+  @inlinable init(policy: AsyncBufferingPolicy) {
     self.policy = policy.kind
   }
 
-  private var subscription: (any Subscription)? {
+  @usableFromInline var subscription: (any Subscription)? {
     if case .subscribed(let subscription) = phase { return subscription }
     return nil
   }
 
   // MARK: Upstream events
 
-  enum SubscriptionAction {
+  @usableFromInline enum SubscriptionAction {
     case request(any Subscription, Subscribers.Demand)
     case cancel(any Subscription)
     case none
   }
 
-  mutating func receivedSubscription(_ subscription: any Subscription) -> SubscriptionAction {
+  @inlinable mutating func receivedSubscription(_ subscription: any Subscription)
+    -> SubscriptionAction
+  {
     guard case .awaitingSubscription = phase else { return .cancel(subscription) }
     phase = .subscribed(subscription)
     switch policy {
@@ -70,13 +73,13 @@ struct ValuesState<Output, Failure: Error> {
     }
   }
 
-  enum ValueAction {
+  @usableFromInline enum ValueAction {
     /// Resume the consumer; return `demand` from `receive(_:)`.
     case resume(Waiter, Output, demand: Subscribers.Demand)
     case none
   }
 
-  mutating func receivedValue(_ value: Output) -> ValueAction {
+  @inlinable mutating func receivedValue(_ value: Output) -> ValueAction {
     switch phase {
     case .awaitingSubscription, .subscribed: break
     case .finished, .terminal: return .none
@@ -101,7 +104,7 @@ struct ValuesState<Output, Failure: Error> {
 
   /// The waiting consumer to end, with what to end it with; `nil` if nobody is waiting (the
   /// completion is then handed out after the buffered values).
-  mutating func receivedCompletion(_ completion: Subscribers.Completion<Failure>)
+  @inlinable mutating func receivedCompletion(_ completion: Subscribers.Completion<Failure>)
     -> (Waiter, Next)?
   {
     switch phase {
@@ -119,14 +122,14 @@ struct ValuesState<Output, Failure: Error> {
 
   // MARK: Consumer events
 
-  enum ConsumeAction {
+  @usableFromInline enum ConsumeAction {
     case value(Output, topUp: (any Subscription, Subscribers.Demand)?)
     case end(Subscribers.Completion<Failure>?)
     case mustWait
   }
 
   /// The consumer's fast path: a buffered value or the end, without suspending.
-  mutating func consumed() -> ConsumeAction {
+  @inlinable mutating func consumed() -> ConsumeAction {
     if let value = buffer.popFirst() {
       let demand = topUp()
       if demand > 0, let subscription {
@@ -145,7 +148,7 @@ struct ValuesState<Output, Failure: Error> {
     }
   }
 
-  enum WaitAction {
+  @usableFromInline enum WaitAction {
     case resume(Waiter, Next, topUp: (any Subscription, Subscribers.Demand)?)
     case request(any Subscription, Subscribers.Demand)
     case parked
@@ -153,7 +156,7 @@ struct ValuesState<Output, Failure: Error> {
   }
 
   /// The consumer's slow path: park `waiter` unless something arrived meanwhile.
-  mutating func waiting(_ waiter: Waiter) -> WaitAction {
+  @inlinable mutating func waiting(_ waiter: Waiter) -> WaitAction {
     switch consumed() {
     case .value(let value, let topUp):
       return .resume(waiter, .value(value), topUp: topUp)
@@ -171,7 +174,7 @@ struct ValuesState<Output, Failure: Error> {
 
   /// Terminal. What to release after unlocking: the upstream to cancel and the consumer to
   /// end. Idempotent.
-  mutating func cancelled()
+  @inlinable mutating func cancelled()
     -> (upstream: (any Subscription)?, waiter: Waiter?, buffer: RingBuffer<Output>)
   {
     let upstream = subscription
@@ -182,7 +185,7 @@ struct ValuesState<Output, Failure: Error> {
     return released
   }
 
-  static func next(for completion: Subscribers.Completion<Failure>?) -> Next {
+  @inlinable static func next(for completion: Subscribers.Completion<Failure>?) -> Next {
     switch completion {
     case .failure(let error): .failure(error)
     case .finished, nil: .end
@@ -192,7 +195,7 @@ struct ValuesState<Output, Failure: Error> {
   /// `prefetch(n)`: once outstanding demand plus buffered values fall to half of `n`, the demand
   /// that brings them back to `n`; otherwise none. Batching keeps requests rare while never
   /// holding more than `n`.
-  private mutating func topUp() -> Subscribers.Demand {
+  @inlinable mutating func topUp() -> Subscribers.Demand {
     guard case .prefetch(let limit) = policy else { return .none }
     let held = outstanding + buffer.count
     guard held <= limit / 2 else { return .none }
