@@ -47,10 +47,19 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
     self.description = description
     self.priority = priority
     self.body = body
+    specializedRequest = { $0.requestSpecialized($1) }
     state = Lock(PullState(downstream: downstream))
   }
 
+  /// `request(_:)` as compiled where this subscription was created (specialized); the generic
+  /// implementation reached through `any Subscription` only forwards here.
+  @usableFromInline let specializedRequest: (TaskDrivenSubscription, Subscribers.Demand) -> Void
+
   @inlinable func request(_ demand: Subscribers.Demand) {
+    specializedRequest(self, demand)
+  }
+
+  @inlinable func requestSpecialized(_ demand: Subscribers.Demand) {
     if demand == .none { AsyncViolation.zeroDemand(description) }
     switch state.withLock({ $0.requested(demand) }) {
     case .start:

@@ -108,16 +108,25 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
   @usableFromInline var source: Source?
   @usableFromInline var lookahead: Source.Output?
   @usableFromInline let describedSource: Source
+  /// `request(_:)` as compiled where this subscription was created (specialized for its types).
+  /// Subscribers call `request` through `any Subscription`, which reaches the generic, slow
+  /// implementation; that one only forwards here.
+  @usableFromInline let specializedRequest: (EmissionSubscription, Subscribers.Demand) -> Void
 
   /// Use only for a source with at least one value: `first` is that value.
   @inlinable init(source: Source, first: Source.Output, downstream: Downstream) {
     state = Lock(EmissionState(downstream: downstream))
     describedSource = source
+    specializedRequest = { $0.requestSpecialized($1) }
     self.source = source
     lookahead = first
   }
 
   @inlinable func request(_ demand: Subscribers.Demand) {
+    specializedRequest(self, demand)
+  }
+
+  @inlinable func requestSpecialized(_ demand: Subscribers.Demand) {
     if Source.rejectsZeroDemand { demand.assertNonZero(for: Source.finishedDescription) }
     if state.withLock({ $0.requested(demand) }) { drain() }
   }
