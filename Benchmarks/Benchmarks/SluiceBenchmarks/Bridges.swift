@@ -33,17 +33,7 @@ func bridgeBenchmarks() {
     await producer.value
     check(count, elements, handOff)
   }
-  measureAsync(handOff, "AsyncThrowingStream") {
-    let (stream, continuation) = AsyncThrowingStream<Int, any Error>.makeStream()
-    let producer = Task {
-      for value in 0..<elements { continuation.yield(value) }
-      continuation.finish()
-    }
-    var count = 0
-    do { for try await _ in stream { count += 1 } } catch {}
-    await producer.value
-    check(count, elements, handOff)
-  }
+  measureAsync(handOff, "AsyncThrowingStream") { await throwingStreamHandOff(handOff) }
   measureAsync(handOff, "AsyncChannel (backpressured)") {
     let channel = AsyncChannel<Int>()
     let producer = Task {
@@ -74,17 +64,7 @@ func bridgeBenchmarks() {
       check(count, elements, subject)
     }
   }
-  measureAsync(subject, "AsyncThrowingStream") {
-    let (stream, continuation) = AsyncThrowingStream<Int, any Error>.makeStream()
-    let producer = Task {
-      for value in 0..<elements { continuation.yield(value) }
-      continuation.finish()
-    }
-    var count = 0
-    do { for try await _ in stream { count += 1 } } catch {}
-    await producer.value
-    check(count, elements, subject)
-  }
+  measureAsync(subject, "AsyncThrowingStream") { await throwingStreamHandOff(subject) }
 
   let pull = "AsyncSequence.publisher → subscriber (per element)"
   for (name, initial, perValue) in [
@@ -117,6 +97,19 @@ func bridgeBenchmarks() {
     for await _ in stream { count += 1 }
     check(count, elements, pull)
   }
+}
+
+/// A producer task yielding `elements` values into an `AsyncThrowingStream`, consumed here.
+func throwingStreamHandOff(_ scenario: String) async {
+  let (stream, continuation) = AsyncThrowingStream<Int, any Error>.makeStream()
+  let producer = Task {
+    for value in 0..<elements { continuation.yield(value) }
+    continuation.finish()
+  }
+  var count = 0
+  do { for try await _ in stream { count += 1 } } catch {}
+  await producer.value
+  check(count, elements, scenario)
 }
 
 /// `count` round trips of one value between two tasks through bare continuations: the floor
