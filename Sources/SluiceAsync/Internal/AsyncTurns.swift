@@ -6,15 +6,20 @@
 ///
 /// States: `free` → `held(waiters)`; `begin` in `free` → `held([])`; `begin` in `held` → append;
 /// `end` → hand the turn to the first waiter, or `free`.
+@usableFromInline
 final class AsyncTurns: Sendable {
-  private struct State {
-    var held = false
-    var waiters: [UnsafeContinuation<Void, Never>] = []
+  @usableFromInline
+  struct State {
+    @usableFromInline var held = false
+    @usableFromInline var waiters: [UnsafeContinuation<Void, Never>] = []
+    @inlinable init() {}
   }
 
-  private let state = Lock(State())
+  @usableFromInline let state = Lock(State())
 
-  func begin() async {
+  @inlinable init() {}
+
+  @inlinable func begin() async {
     if state.withLock({ state in
       if state.held { return false }
       state.held = true
@@ -35,7 +40,7 @@ final class AsyncTurns: Sendable {
     }
   }
 
-  func end() {
+  @inlinable func end() {
     let next = state.withLock { state -> UnsafeContinuation<Void, Never>? in
       guard !state.waiters.isEmpty else {
         state.held = false

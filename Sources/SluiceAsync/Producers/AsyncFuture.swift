@@ -29,6 +29,7 @@ public struct AsyncFuture<Output, Failure: Error>: Publisher, Sendable {
     self.operation = operation
   }
 
+  @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where S.Input == Output, S.Failure == Failure {
     subscriber.receive(

@@ -36,6 +36,7 @@ public struct AsyncProducer<Output, Failure: Error>: Publisher, Sendable {
     self.produce = produce
   }
 
+  @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where S.Input == Output, S.Failure == Failure {
     subscriber.receive(
@@ -53,9 +54,10 @@ public struct AsyncProducer<Output, Failure: Error>: Publisher, Sendable {
 
   /// What the producer closure sends its values with.
   public struct Sender: Sendable {
-    private let feed: any ValueFeed<Output, Failure>
-    private let turns = AsyncTurns()
+    @usableFromInline let feed: any ValueFeed<Output, Failure>
+    @usableFromInline let turns = AsyncTurns()
 
+    @inlinable
     init(_ feed: any ValueFeed<Output, Failure>) {
       self.feed = feed
     }
@@ -64,7 +66,7 @@ public struct AsyncProducer<Output, Failure: Error>: Publisher, Sendable {
     ///
     /// - Returns: `true` if it was delivered; `false` if the subscription was cancelled (the
     ///   producer should stop).
-    @discardableResult
+    @inlinable @discardableResult
     public func send(_ value: Output) async -> Bool {
       await turns.begin()
       defer { turns.end() }

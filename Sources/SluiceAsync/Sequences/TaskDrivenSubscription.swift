@@ -48,12 +48,18 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
     self.priority = priority
     self.body = body
     specializedRequest = { $0.requestSpecialized($1) }
+    specializedReserve = { await $0.reserveSpecialized() }
+    specializedDeliver = { $0.deliverSpecialized($1) }
     state = Lock(PullState(downstream: downstream))
   }
 
   /// `request(_:)` as compiled where this subscription was created (specialized); the generic
   /// implementation reached through `any Subscription` only forwards here.
   @usableFromInline let specializedRequest: (TaskDrivenSubscription, Subscribers.Demand) -> Void
+  /// The task calls `reserve()` and `deliver(_:)` through `any ValueFeed` (which erases the
+  /// subscriber's type); these forward to the specialized implementations, per value.
+  @usableFromInline let specializedReserve: (TaskDrivenSubscription) async -> Bool
+  @usableFromInline let specializedDeliver: (TaskDrivenSubscription, Output) -> Bool
 
   @inlinable func request(_ demand: Subscribers.Demand) {
     specializedRequest(self, demand)
@@ -83,6 +89,10 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
   // MARK: ValueFeed
 
   @inlinable func reserve() async -> Bool {
+    await specializedReserve(self)
+  }
+
+  @inlinable func reserveSpecialized() async -> Bool {
     switch state.withLock({ $0.nextPull() }) {
     case .pull: return true
     case .stop: return false
@@ -96,6 +106,10 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
   }
 
   @inlinable func deliver(_ value: Output) -> Bool {
+    specializedDeliver(self, value)
+  }
+
+  @inlinable func deliverSpecialized(_ value: Output) -> Bool {
     guard let downstream = state.withLock({ $0.willDeliver() }) else { return false }
     let more = downstream.receive(value)
     if more > 0 { state.withLock { $0.returned(more) } }
