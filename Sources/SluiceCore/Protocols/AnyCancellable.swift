@@ -4,31 +4,38 @@
 /// the subscription should live. `cancel()` runs the cancellation closure at most once, however
 /// many threads call it, and then releases it.
 public final class AnyCancellable: Cancellable, Hashable {
-  private let action: Lock<(() -> Void)?>
+  /// What to do on cancel: a closure, or a cancellable kept as is (no closure to allocate).
+  @usableFromInline
+  enum Action {
+    case closure(() -> Void)
+    case cancellable(any Cancellable)
+  }
+
+  @usableFromInline let action: Lock<Action?>
 
   /// Creates a cancellable that runs `cancel` when cancelled or deinitialised.
   public init(_ cancel: @escaping () -> Void) {
-    action = Lock(cancel)
+    action = Lock(.closure(cancel))
   }
 
   /// Creates a cancellable that cancels `canceller` when cancelled or deinitialised.
+  @inlinable
   public init<C: Cancellable>(_ canceller: C) {
-    if let other = canceller as? AnyCancellable {
-      action = Lock({ other.cancel() })
-    } else {
-      action = Lock(canceller.cancel)
-    }
+    action = Lock(.cancellable(canceller))
   }
 
   deinit { cancel() }
 
   public func cancel() {
     let taken = action.withLock { action in
-      let taken = action
-      action = nil
-      return taken
+      defer { action = nil }
+      return action
     }
-    taken?()
+    switch taken {
+    case .closure(let cancel): cancel()
+    case .cancellable(let cancellable): cancellable.cancel()
+    case nil: break
+    }
   }
 
   /// Stores this cancellable in `collection`.

@@ -28,6 +28,9 @@ extension Subscribers {
     }
 
     @usableFromInline let box: LifecycleBox<Closures>
+    /// `cancel()` as compiled where the sink was made (specialized); `AnyCancellable` calls
+    /// `cancel()` through `any Cancellable`, whose generic implementation forwards here.
+    @usableFromInline let specializedCancel: (Sink) -> Void
 
     /// Creates a sink with the closures to call on each value and on completion.
     @inlinable
@@ -36,6 +39,7 @@ extension Subscribers {
       receiveValue: @escaping (Input) -> Void
     ) {
       box = LifecycleBox(Closures(receiveValue: receiveValue, receiveCompletion: receiveCompletion))
+      specializedCancel = { $0.box.cancel() }
     }
 
     @inlinable
@@ -55,7 +59,7 @@ extension Subscribers {
     }
 
     @inlinable
-    public func cancel() { box.cancel() }
+    public func cancel() { specializedCancel(self) }
 
     public var description: String { "Sink" }
     public var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }

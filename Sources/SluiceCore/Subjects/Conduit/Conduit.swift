@@ -42,6 +42,10 @@ final class Conduit<Downstream: Subscriber>: Subscription,
   @usableFromInline let state: Lock<ConduitState<Downstream, Parent>>
   @usableFromInline let replaysCurrentValue: Bool
   @usableFromInline let description: String
+  /// `request(_:)` and `cancel()` as compiled where the subscriber attached (specialized);
+  /// subscribers call them through `any Subscription`, whose generic implementations forward.
+  @usableFromInline let specializedRequest: (Conduit, Subscribers.Demand) -> Void
+  @usableFromInline let specializedCancel: (Conduit) -> Void
 
   @inlinable
   init(parent: Parent, downstream: Downstream) {
@@ -50,6 +54,8 @@ final class Conduit<Downstream: Subscriber>: Subscription,
     state = Lock(
       ConduitState(
         downstream: downstream, parent: parent, replaysCurrentValue: parent.replaysCurrentValue))
+    specializedRequest = { $0.requestSpecialized($1) }
+    specializedCancel = { $0.cancelSpecialized() }
   }
 
   /// This conduit as the subject core sees it.
@@ -72,13 +78,19 @@ final class Conduit<Downstream: Subscriber>: Subscription,
   }
 
   @inlinable
-  func request(_ demand: Subscribers.Demand) {
+  func request(_ demand: Subscribers.Demand) { specializedRequest(self, demand) }
+
+  @inlinable
+  func requestSpecialized(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     if state.withLock({ $0.requested(demand) }) { drain(adding: .none) }
   }
 
   @inlinable
-  func cancel() {
+  func cancel() { specializedCancel(self) }
+
+  @inlinable
+  func cancelSpecialized() {
     let released = state.withLock { $0.cancelled() }
     released.parent?.detach(self)
     withExtendedLifetime(released) {}
