@@ -40,12 +40,8 @@ struct AsyncPublisherRuleTests {
       let recorder = RecordingSubscriber<Int, TestError>(
         initialDemand: initial, demandPerValue: perValue)
       publisher.make().checkingRules(checker).subscribe(recorder)
-      var allowed = initial
-      var count = 0
-      while count < publisher.expected.count, allowed > count {
-        count += 1
-        allowed += perValue
-      }
+      let count = deliverableCount(
+        initialDemand: initial, demandPerValue: perValue, available: publisher.expected.count)
       if count == publisher.expected.count {
         #expect(await recorder.waitForCompletion() == .finished)
       } else {

@@ -101,15 +101,6 @@ struct ClockSchedulerTests {
   }
 }
 
-/// `eventually` with an async condition.
-func eventually(limit: Int = 100_000, _ condition: () async -> Bool) async -> Bool {
-  for _ in 0..<limit {
-    if await condition() { return true }
-    await Task.yield()
-  }
-  return await condition()
-}
-
 @Suite("sink(isolatedTo:)")
 struct IsolatedSinkTests {
   @Test("100,000 values reach the actor in order, then the completion")

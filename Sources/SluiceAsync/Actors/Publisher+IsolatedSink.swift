@@ -25,7 +25,7 @@ extension Publisher {
       { _, _ in },
     receiveValue: @escaping @Sendable (isolated A, Output) -> Void
   ) -> AnyCancellable {
-    let policy = bufferingPolicy ?? (self is any Subject ? .unbounded : .prefetch(64))
+    let policy = bufferingPolicy ?? self.bufferingPolicy(otherwise: .prefetch(64))
     let owner = values(bufferingPolicy: policy).makeAsyncIterator().owner
     let task = Task {
       await deliverIsolated(

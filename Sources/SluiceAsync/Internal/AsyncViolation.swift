@@ -13,11 +13,4 @@ enum AsyncViolation {
       "API Violation: next() called on a publisher's async iterator while another call to next() "
         + "was still waiting; iterate each iterator from one task at a time")
   }
-
-  @usableFromInline
-  static func zeroDemand(_ subscription: String) -> Never {
-    fatalError(
-      "API Violation: request(.none) on a \(subscription) subscription: demand must not be zero; "
-        + "request at least .max(1)")
-  }
 }

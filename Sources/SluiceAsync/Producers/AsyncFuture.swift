@@ -32,17 +32,16 @@ public struct AsyncFuture<Output, Failure: Error>: Publisher, Sendable {
   @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where S.Input == Output, S.Failure == Failure {
-    subscriber.receive(
-      subscription: TaskDrivenSubscription(
-        description: "AsyncFuture", priority: priority, downstream: subscriber,
-        body: { [operation] feed in
-          guard await feed.reserve() else { return }
-          do throws(Failure) {
-            let value = try await operation()
-            if feed.deliver(value) { feed.finish(.finished) }
-          } catch {
-            feed.finish(.failure(error))
-          }
-        }))
+    TaskDrivenSubscription.attach(
+      subscriber, description: "AsyncFuture", priority: priority,
+      body: { [operation] feed in
+        guard await feed.reserve() else { return }
+        do throws(Failure) {
+          let value = try await operation()
+          if feed.deliver(value) { feed.finish(.finished) }
+        } catch {
+          feed.finish(.failure(error))
+        }
+      })
   }
 }

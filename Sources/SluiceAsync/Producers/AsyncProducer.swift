@@ -39,17 +39,16 @@ public struct AsyncProducer<Output, Failure: Error>: Publisher, Sendable {
   @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where S.Input == Output, S.Failure == Failure {
-    subscriber.receive(
-      subscription: TaskDrivenSubscription(
-        description: "AsyncProducer", priority: priority, downstream: subscriber,
-        body: { [produce] feed in
-          do throws(Failure) {
-            try await produce(Sender(feed))
-            feed.finish(.finished)
-          } catch {
-            feed.finish(.failure(error))
-          }
-        }))
+    TaskDrivenSubscription.attach(
+      subscriber, description: "AsyncProducer", priority: priority,
+      body: { [produce] feed in
+        do throws(Failure) {
+          try await produce(Sender(feed))
+          feed.finish(.finished)
+        } catch {
+          feed.finish(.failure(error))
+        }
+      })
   }
 
   /// What the producer closure sends its values with.

@@ -34,10 +34,9 @@ public struct AsyncSequencePublisher<Base: AsyncSequence & Sendable>: Publisher,
   @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where S.Input == Output, S.Failure == Failure {
-    subscriber.receive(
-      subscription: TaskDrivenSubscription(
-        description: "AsyncSequence", priority: priority, downstream: subscriber,
-        body: { [base] feed in await Self.pull(base, into: feed) }))
+    TaskDrivenSubscription.attach(
+      subscriber, description: "AsyncSequence", priority: priority,
+      body: { [base] feed in await Self.pull(base, into: feed) })
   }
 
   /// The task's body: one pull per unit of demand, until the end, a failure or cancellation.

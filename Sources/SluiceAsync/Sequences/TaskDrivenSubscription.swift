@@ -53,6 +53,17 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
     state = Lock(PullState(downstream: downstream))
   }
 
+  /// Hands `downstream` a new task-driven subscription whose task runs `body`.
+  @inlinable
+  static func attach(
+    _ downstream: Downstream, description: String, priority: TaskPriority?,
+    body: @escaping Body
+  ) {
+    downstream.receive(
+      subscription: TaskDrivenSubscription(
+        description: description, priority: priority, downstream: downstream, body: body))
+  }
+
   /// `request(_:)` as compiled where this subscription was created (specialized); the generic
   /// implementation reached through `any Subscription` only forwards here.
   @usableFromInline let specializedRequest: (TaskDrivenSubscription, Subscribers.Demand) -> Void
@@ -66,7 +77,7 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
   }
 
   @inlinable func requestSpecialized(_ demand: Subscribers.Demand) {
-    if demand == .none { AsyncViolation.zeroDemand(description) }
+    demand.assertNonZero(for: description)
     switch state.withLock({ $0.requested(demand) }) {
     case .start:
       let feed: any ValueFeed<Output, Failure> = self  // erases `Downstream` for the task

@@ -97,7 +97,11 @@ extension Publisher {
   }
 
   /// `.unbounded` for subjects (lossless), `.demandOne` for everything else (as in Combine).
-  var defaultBufferingPolicy: AsyncBufferingPolicy {
-    self is any Subject ? .unbounded : .demandOne
+  var defaultBufferingPolicy: AsyncBufferingPolicy { bufferingPolicy(otherwise: .demandOne) }
+
+  /// `.unbounded` for a subject, which cannot be slowed down and drops what was not demanded,
+  /// so anything less would lose values; `policy` for every other publisher.
+  func bufferingPolicy(otherwise policy: AsyncBufferingPolicy) -> AsyncBufferingPolicy {
+    self is any Subject ? .unbounded : policy
   }
 }

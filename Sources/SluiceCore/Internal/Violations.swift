@@ -43,7 +43,7 @@ extension Subscribers.Demand {
   /// Traps when a subscriber requests `.none` from a subscription that, like Combine's, treats
   /// that as a contract violation.
   @inlinable @inline(__always)
-  func assertNonZero(for subscription: @autoclosure () -> String) {
+  package func assertNonZero(for subscription: @autoclosure () -> String) {
     if self == .none { Violation.zeroDemand(subscription()) }
   }
 }

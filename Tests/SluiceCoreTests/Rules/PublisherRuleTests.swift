@@ -20,12 +20,8 @@ struct PublisherRuleTests {
         initialDemand: initial, demandPerValue: perValue)
       publisher.make().checkingRules(checker).subscribe(recorder)
       // Allowed values: initial + perValue after each delivered one.
-      var allowed = initial
-      var count = 0
-      while count < publisher.expected.count, allowed > count {
-        count += 1
-        allowed += perValue
-      }
+      let count = deliverableCount(
+        initialDemand: initial, demandPerValue: perValue, available: publisher.expected.count)
       let expected = Array(publisher.expected.prefix(count))
       if count == publisher.expected.count {
         await recorder.waitForCompletion()

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SluiceCore
+import SluiceTesting
 import Testing
 
 @Suite("Schedulers")

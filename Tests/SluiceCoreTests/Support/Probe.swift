@@ -26,16 +26,6 @@ final class Probe<Input, Failure: Error>: Subscriber, @unchecked Sendable {
   func receive(completion: Subscribers.Completion<Failure>) { onCompletion(completion) }
 }
 
-/// A place for a test to keep a value that closures set (a subscription, a count).
-final class Box<Value>: @unchecked Sendable {
-  // Safety: every access goes through the lock.
-  private let lock: Lock<Value?>
-  init(_ value: Value? = nil) { lock = Lock(value) }
-  func set(_ value: Value) { lock.withLock { $0 = value } }
-  var value: Value? { lock.withLock { $0 } }
-  func update<R>(_ body: (inout Value?) -> R) -> R { lock.withLock(body) }
-}
-
 /// Runs `body(i)` for `i` in `0..<iterations`, spread over every core at once.
 func concurrently(_ iterations: Int, _ body: @Sendable (Int) -> Void) {
   DispatchQueue.concurrentPerform(iterations: iterations, execute: body)
