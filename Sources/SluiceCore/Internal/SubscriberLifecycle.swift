@@ -16,72 +16,63 @@
 /// | `cancelled` | terminal | terminal, cancel upstream | same, nothing |
 @usableFromInline
 struct SubscriberLifecycle<Payload> {
-  @usableFromInline enum State {
-    case awaitingSubscription(Payload)
-    case subscribed(any Subscription, Payload)
-    case terminal
-  }
+  // Stored as separate fields rather than one enum with payloads, so that reading the payload
+  // for a value copies (retains) only the payload, not the subscription with it.
+  @usableFromInline enum Phase { case awaitingSubscription, subscribed, terminal }
 
-  @usableFromInline var state: State
+  @usableFromInline var phase = Phase.awaitingSubscription
+  /// Set while `subscribed`.
+  @usableFromInline var upstream: (any Subscription)?
+  /// Set until `terminal`.
+  @usableFromInline var heldPayload: Payload?
 
   @inlinable init(_ payload: Payload) {
-    state = .awaitingSubscription(payload)
+    heldPayload = payload
   }
 
   /// `true` when `subscription` was accepted (request from it); `false` when it must be
   /// cancelled because the subscriber already has one or is done, as Combine does.
   @inlinable mutating func receivedSubscription(_ subscription: any Subscription) -> Bool {
-    guard case .awaitingSubscription(let payload) = state else { return false }
-    state = .subscribed(subscription, payload)
+    guard phase == .awaitingSubscription else { return false }
+    phase = .subscribed
+    upstream = subscription
     return true
   }
 
   /// The payload to handle a value with, or `nil` when a value is not expected now.
   @inlinable func receivedValue() -> Payload? {
-    guard case .subscribed(_, let payload) = state else { return nil }
-    return payload
+    phase == .subscribed ? heldPayload : nil
   }
 
   /// The payload to handle the completion with (released by the caller afterwards), or `nil`
-  /// when already terminal.
-  @inlinable mutating func receivedCompletion() -> Payload? {
-    switch state {
-    case .awaitingSubscription(let payload), .subscribed(_, let payload):
-      state = .terminal
-      return payload
-    case .terminal:
-      return nil
+  /// when already terminal. The upstream is forgotten without being cancelled (it completed).
+  @inlinable mutating func receivedCompletion() -> (payload: Payload?, upstream: (any Subscription)?) {
+    guard phase != .terminal else { return (nil, nil) }
+    phase = .terminal
+    defer {
+      heldPayload = nil
+      upstream = nil
     }
+    return (heldPayload, upstream)
   }
 
   /// What to release after unlocking: the upstream to cancel (if any) and the payload.
   /// Idempotent.
   @inlinable mutating func cancelled() -> (upstream: (any Subscription)?, payload: Payload?) {
-    switch state {
-    case .awaitingSubscription(let payload):
-      state = .terminal
-      return (nil, payload)
-    case .subscribed(let subscription, let payload):
-      state = .terminal
-      return (subscription, payload)
-    case .terminal:
-      return (nil, nil)
+    guard phase != .terminal else { return (nil, nil) }
+    phase = .terminal
+    defer {
+      heldPayload = nil
+      upstream = nil
     }
+    return (upstream, heldPayload)
   }
 
   /// The payload until the subscriber is terminal.
-  @inlinable var payload: Payload? {
-    switch state {
-    case .awaitingSubscription(let payload), .subscribed(_, let payload): payload
-    case .terminal: nil
-    }
-  }
+  @inlinable var payload: Payload? { heldPayload }
 
   /// The subscription while subscribed.
-  @inlinable var subscription: (any Subscription)? {
-    if case .subscribed(let subscription, _) = state { return subscription }
-    return nil
-  }
+  @inlinable var subscription: (any Subscription)? { upstream }
 }
 
 /// A thread-safe wrapper of ``SubscriberLifecycle`` for terminal subscribers: it performs the
@@ -115,7 +106,9 @@ final class LifecycleBox<Payload>: @unchecked Sendable {
 
   /// The payload to handle the completion with; the box forgets it.
   @inlinable func payloadForCompletion() -> Payload? {
-    lifecycle.withLock { $0.receivedCompletion() }
+    let (payload, upstream) = lifecycle.withLock { $0.receivedCompletion() }
+    withExtendedLifetime(upstream) {}  // released after unlocking
+    return payload
   }
 
   /// Cancels the upstream and releases the payload, after unlocking. Idempotent.

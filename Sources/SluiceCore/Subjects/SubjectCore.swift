@@ -70,7 +70,8 @@ final class SubjectCore<Output, Failure: Error>: @unchecked Sendable {
       if replaysCurrentValue { state.currentValue = value }
       return state.completion == nil ? state.conduits : []
     }
-    for conduit in conduits { conduit.offer(value) }
+    // Indexing borrows each entry instead of copying (retaining) its three references.
+    for index in conduits.indices { conduits[index].offer(value) }
   }
 
   @inlinable

@@ -12,8 +12,9 @@ extension Subscribers {
   {
     // Safety: all mutable state lives in `box` (a lock-protected state machine); the closures
     // are called after unlocking, on the thread that delivers the signal.
+    /// A class, so that reading the closures for a value retains one reference, not two.
     @usableFromInline
-    struct Closures {
+    final class Closures {
       @usableFromInline let receiveValue: (Input) -> Void
       @usableFromInline let receiveCompletion: (Subscribers.Completion<Failure>) -> Void
 

@@ -91,11 +91,17 @@ struct ConduitState<Downstream: Subscriber, Parent> {
 
   /// The drainer's next action, after adding the demand the last delivery returned.
   @inlinable mutating func nextStep(adding more: Subscribers.Demand) -> Step {
-    guard let downstream else {
+    // The common case (nothing queued, owed or finished) binds nothing, so it retains nothing.
+    guard downstream != nil else {
       draining = false
       return .idle
     }
     demand += more
+    guard queueHead < queue.count || completion != nil || owesCurrentValue else {
+      draining = false
+      return .idle
+    }
+    guard let downstream else { return .idle }  // checked above
     if queueHead < queue.count {
       let value = queue[queueHead]
       queueHead += 1
