@@ -1,4 +1,5 @@
 import AsyncAlgorithms
+import OpenCombine
 import Sluice
 import Synchronization
 
@@ -9,18 +10,30 @@ func bridgeBenchmarks() {
     for await _ in (0..<elements).publisher.values { count += 1 }
     check(count, elements, demandOne)
   }
+  measureAsync(demandOne, "OpenCombine") {
+    var count = 0
+    for await _ in OpenCombine.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<elements).values {
+      count += 1
+    }
+    check(count, elements, demandOne)
+  }
   measureAsync(demandOne, "continuation ping-pong (one hand-off between two tasks)") {
     await pingPong(elements)
   }
 
   let handOff = "producer task → consumer task (per element)"
   measureAsync(handOff, "Sluice") {
-    var count = 0
-    let producer = AsyncProducer<Int, Never> { sender in
-      for value in 0..<elements { await sender.send(value) }
+    check(await producerThroughValues(.prefetch(64)), elements, handOff)
+  }
+  for policy in [AsyncBufferingPolicy.demandOne, .unbounded] {
+    measureAsync(handOff, "Sluice \(policy)") {
+      check(await producerThroughValues(policy), elements, handOff)
     }
-    for await _ in producer.values(bufferingPolicy: .prefetch(64)) { count += 1 }
-    check(count, elements, handOff)
+  }
+  // The dropping policies request `.unlimited`, so a producer faster than the consumer loses
+  // values by design: their rows report the delivered share instead of checking it.
+  for policy in [AsyncBufferingPolicy.bufferingNewest(64), .bufferingOldest(64)] {
+    measureDelivery(handOff, "Sluice \(policy)") { await producerThroughValues(policy) }
   }
   measureAsync(handOff, "AsyncStream") {
     let (stream, continuation) = AsyncStream<Int>.makeStream()
@@ -52,7 +65,7 @@ func bridgeBenchmarks() {
     ("Sluice bufferingOldest(∞)", .bufferingOldest(.max)),
   ] {
     measureAsync(subject, name) {
-      let source = PassthroughSubject<Int, Never>()
+      let source = Sluice.PassthroughSubject<Int, Never>()
       var iterator = source.values(bufferingPolicy: policy).makeAsyncIterator()
       let producer = Task {
         for value in 0..<elements { source.send(value) }
@@ -65,10 +78,24 @@ func bridgeBenchmarks() {
     }
   }
   measureAsync(subject, "AsyncThrowingStream") { await throwingStreamHandOff(subject) }
+  // Combine's `values` requests one value at a time, so a subject drops whatever it sends while
+  // the consumer is not waiting: this row shows how much is lost.
+  measureDelivery(subject, "OpenCombine") {
+    let source = ThreadSafe(OpenCombine.PassthroughSubject<Int, Never>())
+    var iterator = source.value.values.makeAsyncIterator()
+    let producer = Task {
+      for value in 0..<elements { source.value.send(value) }
+      source.value.send(completion: .finished)
+    }
+    var count = 0
+    while await iterator.next() != nil { count += 1 }
+    await producer.value
+    return count
+  }
 
   let pull = "AsyncSequence.publisher → subscriber (per element)"
   for (name, initial, perValue) in [
-    ("Sluice", Subscribers.Demand.unlimited, Subscribers.Demand.none),
+    ("Sluice", Sluice.Subscribers.Demand.unlimited, Sluice.Subscribers.Demand.none),
     ("Sluice .max(1) per value", .max(1), .max(1)),
   ] {
     measureAsync(pull, name) {
@@ -78,7 +105,7 @@ func bridgeBenchmarks() {
       let tally = Tally()
       await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
         stream.publisher.subscribe(
-          AnySubscriber<Int, Never>(
+          Sluice.AnySubscriber<Int, Never>(
             receiveSubscription: { $0.request(initial) },
             receiveValue: { value in
               consume(tally, value)
@@ -97,6 +124,17 @@ func bridgeBenchmarks() {
     for await _ in stream { count += 1 }
     check(count, elements, pull)
   }
+}
+
+/// An `AsyncProducer` of `elements` values consumed through `values(bufferingPolicy:)`; returns
+/// how many arrived.
+func producerThroughValues(_ policy: AsyncBufferingPolicy) async -> Int {
+  let producer = AsyncProducer<Int, Never> { sender in
+    for value in 0..<elements { await sender.send(value) }
+  }
+  var count = 0
+  for await _ in producer.values(bufferingPolicy: policy) { count += 1 }
+  return count
 }
 
 /// A producer task yielding `elements` values into an `AsyncThrowingStream`, consumed here.
@@ -161,4 +199,11 @@ final class Slot: Sendable {
       if let value { continuation.resume(returning: value) }
     }
   }
+}
+
+/// An OpenCombine object that is thread-safe but not declared `Sendable`.
+struct ThreadSafe<Value>: @unchecked Sendable {
+  // Safety: only used for OpenCombine subjects, which lock their own state on every call.
+  let value: Value
+  init(_ value: Value) { self.value = value }
 }

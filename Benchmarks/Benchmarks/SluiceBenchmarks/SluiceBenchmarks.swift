@@ -33,6 +33,29 @@ func measureAsync(
   }
 }
 
+/// The share of values a lossy scenario delivered, in per mille (reported as its own column).
+let delivered = BenchmarkMetric.custom("delivered ‰", polarity: .prefersLarger, useScalingFactor: false)
+
+/// Marks the implementations registered with ``measureDelivery(_:_:_:)``: package-benchmark
+/// reports a stale custom metric for every other benchmark, so `compare.sh` reads it only here.
+let mayDrop = " (may drop)"
+
+/// Registers the async `body`, which returns how many of `elements` values it delivered, under
+/// "<scenario> | <implementation> (may drop)", with the delivered share as a metric: for implementations
+/// that may drop values by design (a dropping buffer, OpenCombine's `values` on a subject).
+func measureDelivery(
+  _ scenario: String, _ implementation: String, _ body: @escaping @Sendable () async -> Int
+) {
+  let configuration = Benchmark.Configuration(
+    metrics: Benchmark.defaultConfiguration.metrics + [delivered])
+  Benchmark("\(scenario) | \(implementation)\(mayDrop)", configuration: configuration) {
+    benchmark in
+    for _ in benchmark.scaledIterations {
+      benchmark.measurement(delivered, await body() * 1_000 / elements)
+    }
+  }
+}
+
 /// Stops a benchmark that lost or duplicated values: a lossless scenario that is not lossless
 /// is a bug, not a result.
 func check(_ delivered: Int, _ expected: Int = elements, _ scenario: String) {

@@ -77,9 +77,11 @@ struct SubscriberLifecycle<Payload> {
 
 /// A thread-safe wrapper of ``SubscriberLifecycle`` for terminal subscribers: it performs the
 /// state machine's actions (request, cancel, release) after unlocking.
+///
+/// A non-copyable struct, stored inline in the subscriber: no allocation of its own.
 @usableFromInline
-final class LifecycleBox<Payload>: @unchecked Sendable {
-  // Safety: all mutable state is inside `lifecycle`'s lock; actions run after unlocking.
+struct LifecycleBox<Payload>: ~Copyable {
+  // All mutable state is inside `lifecycle`'s lock; actions run after unlocking.
   @usableFromInline let lifecycle: Lock<SubscriberLifecycle<Payload>>
 
   @inlinable init(_ payload: Payload) {
