@@ -34,6 +34,28 @@ enum Violation {
   }
 
   @usableFromInline
+  static func negativeIndex(_ index: Int, operator name: String) -> Never {
+    fatalError("API Violation: \(name) with index \(index): the index must not be negative")
+  }
+
+  @usableFromInline
+  static func negativeCount(_ count: Int, operator name: String) -> Never {
+    fatalError("API Violation: \(name) with count \(count): the count must not be negative")
+  }
+
+  @usableFromInline
+  static func nonPositiveCount(_ count: Int, operator name: String) -> Never {
+    fatalError("API Violation: \(name) with count \(count): the count must be at least 1")
+  }
+
+  @usableFromInline
+  static func unexpectedFailure(
+    _ error: any Error, prefix: String, file: StaticString, line: UInt
+  ) -> Never {
+    fatalError("\(prefix.isEmpty ? "" : "\(prefix): ")\(error)", file: file, line: line)
+  }
+
+  @usableFromInline
   static func internalInconsistency(_ what: String) -> Never {
     fatalError("Internal inconsistency: \(what)")
   }

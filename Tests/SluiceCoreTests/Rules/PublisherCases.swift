@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import SluiceCore
 
 /// A publisher under test, made fresh for each subscription, with the values it must deliver.
@@ -8,7 +9,10 @@ struct PublisherCase: Sendable, CustomStringConvertible {
   let make: @Sendable () -> AnyPublisher<Int, Never>
 
   /// Every finite, cold publisher of this module, for the shared rule suite.
-  static let all: [PublisherCase] = [
+  static let all: [PublisherCase] = sources + operators
+
+  /// Sources and subjects.
+  static let sources: [PublisherCase] = [
     PublisherCase(description: "Just", expected: [1]) { Just(1).eraseToAnyPublisher() },
     PublisherCase(description: "Sequence", expected: Array(1...20)) {
       (1...20).publisher.eraseToAnyPublisher()
@@ -46,3 +50,150 @@ struct PublisherCase: Sendable, CustomStringConvertible {
     },
   ]
 }
+
+extension PublisherCase {
+  private static let numbers = Array(1...20)
+
+  /// `(1...20).publisher` through `operator`, for the shared rule suite.
+  private static func op(
+    _ description: String, _ expected: [Int],
+    _ apply: @escaping @Sendable (Publishers.Sequence<[Int], Never>) -> AnyPublisher<Int, Never>
+  ) -> PublisherCase {
+    PublisherCase(description: description, expected: expected) { apply(numbers.publisher) }
+  }
+
+  /// One case per operator (try-variants with closures that do not throw, made `Never`-failing
+  /// with `assertNoFailure`, a pass-through).
+  static let operators: [PublisherCase] = [
+    op("map", numbers.map { $0 * 2 }) { $0.map { $0 * 2 }.eraseToAnyPublisher() },
+    op("tryMap", numbers.map { $0 + 1 }) {
+      $0.tryMap { $0 + 1 }.assertNoFailure().eraseToAnyPublisher()
+    },
+    op("map(keyPath)", numbers.map(\.bitWidth)) { $0.map(\.bitWidth).eraseToAnyPublisher() },
+    op("map(keyPath, keyPath)", numbers.map { $0 * 2 }) {
+      $0.map(\.self, \.self).map { $0 + $1 }.eraseToAnyPublisher()
+    },
+    op("map(keyPath ×3)", numbers.map { $0 * 3 }) {
+      $0.map(\.self, \.self, \.self).map { $0 + $1 + $2 }.eraseToAnyPublisher()
+    },
+    op("mapError", numbers) {
+      $0.setFailureType(to: TestError.self).mapError { $0 }.assertNoFailure()
+        .eraseToAnyPublisher()
+    },
+    op("replaceNil", numbers.map { $0 % 3 == 0 ? 0 : $0 }) {
+      $0.map { $0 % 3 == 0 ? nil : $0 }.replaceNil(with: 0).eraseToAnyPublisher()
+    },
+    op("scan", numbers.indices.map { numbers[...$0].reduce(0, +) }) {
+      $0.scan(0, +).eraseToAnyPublisher()
+    },
+    op("tryScan", numbers.indices.map { numbers[...$0].reduce(0, +) }) {
+      $0.tryScan(0, +).assertNoFailure().eraseToAnyPublisher()
+    },
+    op("filter", numbers.filter { $0 % 3 == 0 }) {
+      $0.filter { $0 % 3 == 0 }.eraseToAnyPublisher()
+    },
+    op("tryFilter", numbers.filter { $0 % 2 == 0 }) {
+      $0.tryFilter { $0 % 2 == 0 }.assertNoFailure().eraseToAnyPublisher()
+    },
+    op("compactMap", numbers.filter { $0 % 4 == 0 }) {
+      $0.compactMap { $0 % 4 == 0 ? $0 : nil }.eraseToAnyPublisher()
+    },
+    op("tryCompactMap", numbers.filter { $0 % 5 == 0 }) {
+      $0.tryCompactMap { $0 % 5 == 0 ? $0 : nil }.assertNoFailure().eraseToAnyPublisher()
+    },
+    op("removeDuplicates", [0, 1, 2, 3, 4, 5, 6]) {
+      $0.map { $0 / 3 }.removeDuplicates().eraseToAnyPublisher()
+    },
+    op("tryRemoveDuplicates", [0, 1, 2, 3, 4, 5]) {
+      $0.map { $0 / 4 }.tryRemoveDuplicates(by: ==).assertNoFailure().eraseToAnyPublisher()
+    },
+    op("replaceEmpty (not empty)", numbers) { $0.replaceEmpty(with: 0).eraseToAnyPublisher() },
+    PublisherCase(description: "replaceEmpty (empty)", expected: [42]) {
+      Empty<Int, Never>().replaceEmpty(with: 42).eraseToAnyPublisher()
+    },
+    PublisherCase(description: "replaceError", expected: [1, 2, 3, -1]) {
+      Record<Int, TestError>(output: [1, 2, 3], completion: .failure(TestError()))
+        .replaceError(with: -1).eraseToAnyPublisher()
+    },
+    op("collect", [210]) { $0.collect().map { $0.reduce(0, +) }.eraseToAnyPublisher() },
+    op("collect(3)", [6, 15, 24, 33, 42, 51, 39]) {
+      $0.collect(3).map { $0.reduce(0, +) }.eraseToAnyPublisher()
+    },
+    op("ignoreOutput", []) { $0.ignoreOutput().map(absurdInt).eraseToAnyPublisher() },
+    op("reduce", [210]) { $0.reduce(0, +).eraseToAnyPublisher() },
+    op("tryReduce", [210]) { $0.tryReduce(0, +).assertNoFailure().eraseToAnyPublisher() },
+    op("count", [20]) { $0.count().eraseToAnyPublisher() },
+    op("max", [20]) { $0.max().eraseToAnyPublisher() },
+    op("min", [1]) { $0.min().eraseToAnyPublisher() },
+    op("tryMax(by:)", [20]) { $0.tryMax(by: <).assertNoFailure().eraseToAnyPublisher() },
+    op("tryMin(by:)", [1]) { $0.tryMin(by: <).assertNoFailure().eraseToAnyPublisher() },
+    op("contains", [1]) { $0.contains(7).map { $0 ? 1 : 0 }.eraseToAnyPublisher() },
+    op("contains(where:)", [0]) {
+      $0.contains { $0 > 30 }.map { $0 ? 1 : 0 }.eraseToAnyPublisher()
+    },
+    op("tryContains(where:)", [1]) {
+      $0.tryContains { $0 == 20 }.assertNoFailure().map { $0 ? 1 : 0 }.eraseToAnyPublisher()
+    },
+    op("allSatisfy", [1]) { $0.allSatisfy { $0 > 0 }.map { $0 ? 1 : 0 }.eraseToAnyPublisher() },
+    op("tryAllSatisfy", [0]) {
+      $0.tryAllSatisfy { $0 < 5 }.assertNoFailure().map { $0 ? 1 : 0 }.eraseToAnyPublisher()
+    },
+    op("first", [1]) { $0.first().eraseToAnyPublisher() },
+    op("first(where:)", [6]) { $0.first { $0 > 5 }.eraseToAnyPublisher() },
+    op("tryFirst(where:)", [7]) {
+      $0.tryFirst { $0 > 6 }.assertNoFailure().eraseToAnyPublisher()
+    },
+    op("last", [20]) { $0.last().eraseToAnyPublisher() },
+    op("last(where:)", [18]) { $0.last { $0 % 6 == 0 }.eraseToAnyPublisher() },
+    op("tryLast(where:)", [19]) {
+      $0.tryLast { $0 < 20 }.assertNoFailure().eraseToAnyPublisher()
+    },
+    op("output(at:)", [4]) { $0.output(at: 3).eraseToAnyPublisher() },
+    op("output(in:)", [3, 4, 5, 6]) { $0.output(in: 2..<6).eraseToAnyPublisher() },
+    op("prefix", [1, 2, 3, 4, 5]) { $0.prefix(5).eraseToAnyPublisher() },
+    op("prefix(while:)", [1, 2, 3]) { $0.prefix { $0 < 4 }.eraseToAnyPublisher() },
+    op("tryPrefix(while:)", [1, 2]) {
+      $0.tryPrefix { $0 < 3 }.assertNoFailure().eraseToAnyPublisher()
+    },
+    op("dropFirst", Array(numbers.dropFirst(3))) { $0.dropFirst(3).eraseToAnyPublisher() },
+    op("drop(while:)", Array(numbers.drop { $0 < 15 })) {
+      $0.drop { $0 < 15 }.eraseToAnyPublisher()
+    },
+    op("tryDrop(while:)", Array(numbers.drop { $0 < 10 })) {
+      $0.tryDrop { $0 < 10 }.assertNoFailure().eraseToAnyPublisher()
+    },
+    PublisherCase(description: "catch", expected: [1, 2, 7, 8]) {
+      Record<Int, TestError>(output: [1, 2], completion: .failure(TestError()))
+        .catch { _ in [7, 8].publisher }.eraseToAnyPublisher()
+    },
+    PublisherCase(description: "tryCatch", expected: [1, 9]) {
+      Record<Int, TestError>(output: [1], completion: .failure(TestError()))
+        .tryCatch { _ in Just(9) }.assertNoFailure().eraseToAnyPublisher()
+    },
+    PublisherCase(description: "retry", expected: [1, 2, 1, 2, 1, 2]) {
+      Record<Int, TestError>(output: [1, 2], completion: .failure(TestError()))
+        .retry(2).replaceError(with: 0).filter { $0 != 0 }.eraseToAnyPublisher()
+    },
+    op("assertNoFailure", numbers) { $0.assertNoFailure().eraseToAnyPublisher() },
+    op("handleEvents", numbers) {
+      $0.handleEvents(receiveOutput: { _ in }, receiveRequest: { _ in }).eraseToAnyPublisher()
+    },
+    op("print", numbers) { $0.print("rules", to: NullStream()).eraseToAnyPublisher() },
+    op("breakpoint", numbers) {
+      $0.breakpoint(receiveOutput: { _ in false }).eraseToAnyPublisher()
+    },
+    op("encode + decode", numbers) {
+      $0.encode(encoder: JSONEncoder()).decode(type: Int.self, decoder: JSONDecoder())
+        .assertNoFailure().eraseToAnyPublisher()
+    },
+  ]
+}
+
+/// A text stream that discards what it is given.
+struct NullStream: TextOutputStream {
+  mutating func write(_ string: String) {}
+}
+
+
+/// The conversion from `Never` (never called).
+func absurdInt(_ never: Never) -> Int {}

@@ -1,0 +1,207 @@
+extension Publishers {
+  /// Replaces a failing upstream with another publisher, as Combine's `catch`.
+  ///
+  /// **Demand**: what the downstream requested and has not received carries over to the new
+  /// publisher. **Ordering**: the upstream's values, then the new publisher's.
+  /// **Cancellation**: cancels whichever publisher is current.
+  public struct Catch<Upstream: Publisher, NewPublisher: Publisher>: Publisher
+  where Upstream.Output == NewPublisher.Output {
+    public typealias Output = Upstream.Output
+    public typealias Failure = NewPublisher.Failure
+
+    public let upstream: Upstream
+    public let handler: (Upstream.Failure) -> NewPublisher
+
+    @inlinable
+    public init(upstream: Upstream, handler: @escaping (Upstream.Failure) -> NewPublisher) {
+      self.upstream = upstream
+      self.handler = handler
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      let handler = self.handler
+      upstream.subscribe(
+        CatchSubscription<Upstream, NewPublisher, S>(
+          "Catch", downstream: subscriber, handler: { .success(handler($0)) }))
+    }
+  }
+
+  /// `catch` with a handler that can throw, as Combine's `tryCatch`: its error fails the
+  /// downstream.
+  ///
+  /// **Demand**: carries over to the new publisher. **Ordering**: the upstream's values, then
+  /// the new publisher's. **Cancellation**: cancels whichever publisher is current.
+  public struct TryCatch<Upstream: Publisher, NewPublisher: Publisher>: Publisher
+  where Upstream.Output == NewPublisher.Output {
+    public typealias Output = Upstream.Output
+    public typealias Failure = any Error
+
+    public let upstream: Upstream
+    public let handler: (Upstream.Failure) throws -> NewPublisher
+
+    @inlinable
+    public init(upstream: Upstream, handler: @escaping (Upstream.Failure) throws -> NewPublisher)
+    {
+      self.upstream = upstream
+      self.handler = handler
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      let handler = self.handler
+      upstream.subscribe(
+        CatchSubscription<Upstream, Publishers.MapError<NewPublisher, any Error>, S>(
+          "TryCatch", downstream: subscriber,
+          handler: { error in attempt { try handler(error).mapError(anyError) } }))
+    }
+  }
+}
+
+/// The subscription of `catch` and `tryCatch` (see ``RelayState``).
+@usableFromInline
+final class CatchSubscription<Upstream: Publisher, NewPublisher: Publisher, Downstream: Subscriber>:
+  Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
+  CustomPlaygroundDisplayConvertible, @unchecked Sendable
+where
+  Upstream.Output == Downstream.Input, NewPublisher.Output == Downstream.Input,
+  NewPublisher.Failure == Downstream.Failure
+{
+  // Safety: mutable state is in `state`'s lock; calls out happen after unlocking.
+  @usableFromInline typealias Input = Upstream.Output
+  @usableFromInline typealias Failure = Upstream.Failure
+
+  @usableFromInline let name: StaticString
+  /// The downstream until the subscription ends (guarded by `state`'s lock).
+  @usableFromInline @exclusivity(unchecked) var held: Downstream?
+  @usableFromInline let handler: (Upstream.Failure) -> Result<NewPublisher, Downstream.Failure>
+  @usableFromInline let state = Lock(RelayState())
+
+  @inlinable init(
+    _ name: StaticString, downstream: Downstream,
+    handler: @escaping (Upstream.Failure) -> Result<NewPublisher, Downstream.Failure>
+  ) {
+    self.name = name
+    held = downstream
+    self.handler = handler
+  }
+
+  @inlinable func receive(subscription: any Subscription) {
+    switch state.withLock({ $0.attached(subscription) }) {
+    case .handDownstream: state.withLock { _ in held }?.receive(subscription: self)
+    case .request(let demand): if demand > 0 { subscription.request(demand) }
+    case .cancel: subscription.cancel()
+    }
+  }
+
+  @inlinable func receive(_ input: Input) -> Subscribers.Demand {
+    guard let downstream = state.withLock({ $0.delivering() ? held : nil }) else {
+      return .none
+    }
+    let more = downstream.receive(input)
+    state.withLock { $0.delivered(more: more) }
+    return more
+  }
+
+  @inlinable func receive(completion: Subscribers.Completion<Upstream.Failure>) {
+    switch completion {
+    case .finished:
+      if case .end = state.withLock({ $0.completed(moveOn: false) }) {
+        takeDownstream()?.receive(completion: .finished)
+      }
+    case .failure(let error):
+      guard case .resubscribe = state.withLock({ $0.completed(moveOn: true) }) else { return }
+      switch handler(error) {
+      case .success(let publisher):
+        publisher.subscribe(CatchTail(parent: self))
+      case .failure(let error):
+        if state.withLock({ $0.ended() }) {
+          takeDownstream()?.receive(completion: .failure(error))
+        }
+      }
+    }
+  }
+
+  /// The new publisher's completion is the last.
+  @inlinable func receiveTail(completion: Subscribers.Completion<NewPublisher.Failure>) {
+    if case .end = state.withLock({ $0.completed(moveOn: false) }) {
+      takeDownstream()?.receive(completion: completion)
+    }
+  }
+
+  @inlinable func request(_ demand: Subscribers.Demand) {
+    demand.assertNonZero(for: description)
+    state.withLock { $0.requested(demand) }?.request(demand)
+  }
+
+  @inlinable func cancel() {
+    let (upstream, downstream) = state.withLock { state in
+      defer { held = nil }
+      return (state.cancelled(), held)
+    }
+    upstream?.cancel()
+    withExtendedLifetime(downstream) {}
+  }
+
+  /// The downstream, forgotten: for the completion.
+  @inlinable func takeDownstream() -> Downstream? {
+    state.withLock { _ in
+      defer { held = nil }
+      return held
+    }
+  }
+
+  @usableFromInline var description: String { "\(name)" }
+  @usableFromInline var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  @usableFromInline var playgroundDescription: Any { description }
+}
+
+/// Subscribes a ``CatchSubscription`` to its replacement publisher.
+@usableFromInline
+struct CatchTail<Upstream: Publisher, NewPublisher: Publisher, Downstream: Subscriber>: Subscriber
+where
+  Upstream.Output == Downstream.Input, NewPublisher.Output == Downstream.Input,
+  NewPublisher.Failure == Downstream.Failure
+{
+  @usableFromInline typealias Input = NewPublisher.Output
+  @usableFromInline typealias Failure = NewPublisher.Failure
+
+  @usableFromInline let parent: CatchSubscription<Upstream, NewPublisher, Downstream>
+  @usableFromInline var combineIdentifier: CombineIdentifier { CombineIdentifier(parent) }
+
+  @inlinable init(parent: CatchSubscription<Upstream, NewPublisher, Downstream>) {
+    self.parent = parent
+  }
+
+  @inlinable func receive(subscription: any Subscription) {
+    parent.receive(subscription: subscription)
+  }
+  @inlinable func receive(_ input: Input) -> Subscribers.Demand { parent.receive(input) }
+  @inlinable func receive(completion: Subscribers.Completion<Failure>) {
+    parent.receiveTail(completion: completion)
+  }
+}
+
+extension Publisher {
+  /// Replaces this publisher with `handler(error)` when it fails.
+  ///
+  /// ```swift
+  /// request.catch { _ in Just(fallback) }
+  /// ```
+  @inlinable
+  public func `catch`<P: Publisher>(
+    _ handler: @escaping (Failure) -> P
+  ) -> Publishers.Catch<Self, P> where Output == P.Output {
+    Publishers.Catch(upstream: self, handler: handler)
+  }
+
+  /// `catch` with a handler that can throw; its error fails the downstream.
+  @inlinable
+  public func tryCatch<P: Publisher>(
+    _ handler: @escaping (Failure) throws -> P
+  ) -> Publishers.TryCatch<Self, P> where Output == P.Output {
+    Publishers.TryCatch(upstream: self, handler: handler)
+  }
+}

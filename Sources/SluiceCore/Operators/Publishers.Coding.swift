@@ -1,0 +1,105 @@
+public import Foundation
+
+/// A type that encodes a value into one top-level output (`JSONEncoder`, `PropertyListEncoder`),
+/// as in Combine: what `encode(encoder:)` works with.
+public protocol TopLevelEncoder {
+  associatedtype Output
+  func encode<T: Encodable>(_ value: T) throws -> Output
+}
+
+/// A type that decodes a value from one top-level input (`JSONDecoder`, `PropertyListDecoder`),
+/// as in Combine: what `decode(type:decoder:)` works with.
+public protocol TopLevelDecoder {
+  associatedtype Input
+  func decode<T: Decodable>(_ type: T.Type, from: Input) throws -> T
+}
+
+extension JSONEncoder: TopLevelEncoder {}
+extension JSONDecoder: TopLevelDecoder {}
+extension PropertyListEncoder: TopLevelEncoder {}
+extension PropertyListDecoder: TopLevelDecoder {}
+
+extension Publishers {
+  /// Encodes each value with an encoder, as Combine's `encode(encoder:)`: an encoding error
+  /// cancels the upstream and fails the downstream.
+  ///
+  /// **Demand**: passed upstream unchanged. **Ordering**: the upstream's. **Cancellation**:
+  /// cancels the upstream; so does an encoding error.
+  public struct Encode<Upstream: Publisher, Coder: TopLevelEncoder>: Publisher
+  where Upstream.Output: Encodable {
+    public typealias Output = Coder.Output
+    public typealias Failure = any Error
+
+    public let upstream: Upstream
+    public let encoder: Coder
+
+    @inlinable
+    public init(upstream: Upstream, encoder: Coder) {
+      self.upstream = upstream
+      self.encoder = encoder
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      let encoder = self.encoder
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.filtering("Encode", failure: anyError) { value in
+          attempt { try encoder.encode(value) }
+        })
+    }
+  }
+
+  /// Decodes each value with a decoder, as Combine's `decode(type:decoder:)`: a decoding error
+  /// cancels the upstream and fails the downstream.
+  ///
+  /// **Demand**: passed upstream unchanged. **Ordering**: the upstream's. **Cancellation**:
+  /// cancels the upstream; so does a decoding error.
+  public struct Decode<Upstream: Publisher, Output: Decodable, Coder: TopLevelDecoder>: Publisher
+  where Upstream.Output == Coder.Input {
+    public typealias Failure = any Error
+
+    public let upstream: Upstream
+    public let decoder: Coder
+
+    @inlinable
+    public init(upstream: Upstream, decoder: Coder) {
+      self.upstream = upstream
+      self.decoder = decoder
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      let decoder = self.decoder
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.filtering("Decode", failure: anyError) { value in
+          attempt { try decoder.decode(Output.self, from: value) }
+        })
+    }
+  }
+}
+
+extension Publisher where Output: Encodable {
+  /// Encodes each value with `encoder`.
+  ///
+  /// ```swift
+  /// Just(point).encode(encoder: JSONEncoder())   // Data
+  /// ```
+  @inlinable
+  public func encode<Coder: TopLevelEncoder>(encoder: Coder) -> Publishers.Encode<Self, Coder> {
+    Publishers.Encode(upstream: self, encoder: encoder)
+  }
+}
+
+extension Publisher {
+  /// Decodes each value as `type` with `decoder`.
+  @inlinable
+  public func decode<Item: Decodable, Coder: TopLevelDecoder>(
+    type: Item.Type, decoder: Coder
+  ) -> Publishers.Decode<Self, Item, Coder> where Output == Coder.Input {
+    Publishers.Decode(upstream: self, decoder: decoder)
+  }
+}

@@ -1,0 +1,213 @@
+extension Publishers {
+  /// Publishes `true` as soon as the upstream publishes `output` (then cancels it), or `false`
+  /// when it finishes without, as Combine's `contains(_:)`.
+  ///
+  /// **Demand**: `.unlimited` upstream; the answer waits for the downstream's demand.
+  /// **Ordering**: one value, then `.finished`. **Cancellation**: cancels the upstream.
+  public struct Contains<Upstream: Publisher>: Publisher where Upstream.Output: Equatable {
+    public typealias Output = Bool
+    public typealias Failure = Upstream.Failure
+
+    public let upstream: Upstream
+    public let output: Upstream.Output
+
+    @inlinable
+    public init(upstream: Upstream, output: Upstream.Output) {
+      self.upstream = upstream
+      self.output = output
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      let output = self.output
+      upstream.subscribe(subscriber, through: ClosureStep.searching("Contains", failure: same) {
+        .success($0 == output)
+      })
+    }
+  }
+
+  /// `contains` by a predicate, as Combine's `contains(where:)`.
+  ///
+  /// **Demand**: `.unlimited` upstream. **Ordering**: one value, then `.finished`.
+  /// **Cancellation**: cancels the upstream; so does a match.
+  public struct ContainsWhere<Upstream: Publisher>: Publisher {
+    public typealias Output = Bool
+    public typealias Failure = Upstream.Failure
+
+    public let upstream: Upstream
+    public let predicate: (Upstream.Output) -> Bool
+
+    @inlinable
+    public init(upstream: Upstream, predicate: @escaping (Upstream.Output) -> Bool) {
+      self.upstream = upstream
+      self.predicate = predicate
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.searching("ContainsWhere", failure: same) { [predicate] in
+          .success(predicate($0))
+        })
+    }
+  }
+
+  /// `contains(where:)` with a predicate that can throw, as Combine's `tryContains(where:)`.
+  ///
+  /// **Demand**: `.unlimited` upstream. **Ordering**: one value, then `.finished`.
+  /// **Cancellation**: cancels the upstream; so do a match and an error.
+  public struct TryContainsWhere<Upstream: Publisher>: Publisher {
+    public typealias Output = Bool
+    public typealias Failure = any Error
+
+    public let upstream: Upstream
+    public let predicate: (Upstream.Output) throws -> Bool
+
+    @inlinable
+    public init(upstream: Upstream, predicate: @escaping (Upstream.Output) throws -> Bool) {
+      self.upstream = upstream
+      self.predicate = predicate
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.searching("TryContainsWhere", failure: anyError) {
+          [predicate] value in attempt { try predicate(value) }
+        })
+    }
+  }
+
+  /// Publishes `false` as soon as a value fails the predicate (then cancels the upstream), or
+  /// `true` when the upstream finishes, as Combine's `allSatisfy`.
+  ///
+  /// **Demand**: `.unlimited` upstream. **Ordering**: one value, then `.finished`.
+  /// **Cancellation**: cancels the upstream; so does a value failing the predicate.
+  public struct AllSatisfy<Upstream: Publisher>: Publisher {
+    public typealias Output = Bool
+    public typealias Failure = Upstream.Failure
+
+    public let upstream: Upstream
+    public let predicate: (Upstream.Output) -> Bool
+
+    @inlinable
+    public init(upstream: Upstream, predicate: @escaping (Upstream.Output) -> Bool) {
+      self.upstream = upstream
+      self.predicate = predicate
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.searching("AllSatisfy", answerWhenFound: false, failure: same) {
+          [predicate] in .success(!predicate($0))
+        })
+    }
+  }
+
+  /// `allSatisfy` with a predicate that can throw, as Combine's `tryAllSatisfy`.
+  ///
+  /// **Demand**: `.unlimited` upstream. **Ordering**: one value, then `.finished`.
+  /// **Cancellation**: cancels the upstream; so do a failing value and an error.
+  public struct TryAllSatisfy<Upstream: Publisher>: Publisher {
+    public typealias Output = Bool
+    public typealias Failure = any Error
+
+    public let upstream: Upstream
+    public let predicate: (Upstream.Output) throws -> Bool
+
+    @inlinable
+    public init(upstream: Upstream, predicate: @escaping (Upstream.Output) throws -> Bool) {
+      self.upstream = upstream
+      self.predicate = predicate
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.searching("TryAllSatisfy", answerWhenFound: false, failure: anyError)
+        { [predicate] value in attempt { try !predicate(value) } })
+    }
+  }
+}
+
+extension ClosureStep where State == Bool, Output == Bool {
+  /// The step of contains and allSatisfy: publishes `answerWhenFound` at the first value for
+  /// which `found` is `true` (cancelling the upstream), or its negation when the upstream
+  /// finishes first.
+  @inlinable
+  static func searching(
+    _ name: StaticString, answerWhenFound: Bool = true,
+    failure: @escaping (UpstreamFailure) -> Failure,
+    found: @escaping (Input) -> Result<Bool, Failure>
+  ) -> ClosureStep {
+    ClosureStep.reducing(
+      name, initial: false, failure: failure,
+      next: { isFound, value in
+        found(value).map { match in
+          isFound = match
+          return match
+        }
+      },
+      result: { isFound in isFound == answerWhenFound })
+  }
+}
+
+extension Publisher where Output: Equatable {
+  /// Publishes whether this publisher publishes `output`, as soon as it is known.
+  ///
+  /// ```swift
+  /// [1, 2, 3].publisher.contains(2)   // true
+  /// ```
+  @inlinable
+  public func contains(_ output: Output) -> Publishers.Contains<Self> {
+    Publishers.Contains(upstream: self, output: output)
+  }
+}
+
+extension Publisher {
+  /// Publishes whether any value satisfies `predicate`, as soon as it is known.
+  @inlinable
+  public func contains(
+    where predicate: @escaping (Output) -> Bool
+  ) -> Publishers.ContainsWhere<Self> {
+    Publishers.ContainsWhere(upstream: self, predicate: predicate)
+  }
+
+  /// `contains(where:)` with a predicate that can throw.
+  @inlinable
+  public func tryContains(
+    where predicate: @escaping (Output) throws -> Bool
+  ) -> Publishers.TryContainsWhere<Self> {
+    Publishers.TryContainsWhere(upstream: self, predicate: predicate)
+  }
+
+  /// Publishes whether every value satisfies `predicate`, as soon as it is known.
+  ///
+  /// ```swift
+  /// [2, 4, 5].publisher.allSatisfy { $0.isMultiple(of: 2) }   // false
+  /// ```
+  @inlinable
+  public func allSatisfy(
+    _ predicate: @escaping (Output) -> Bool
+  ) -> Publishers.AllSatisfy<Self> {
+    Publishers.AllSatisfy(upstream: self, predicate: predicate)
+  }
+
+  /// `allSatisfy` with a predicate that can throw.
+  @inlinable
+  public func tryAllSatisfy(
+    _ predicate: @escaping (Output) throws -> Bool
+  ) -> Publishers.TryAllSatisfy<Self> {
+    Publishers.TryAllSatisfy(upstream: self, predicate: predicate)
+  }
+}

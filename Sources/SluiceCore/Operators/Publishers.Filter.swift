@@ -1,0 +1,220 @@
+extension Publishers {
+  /// Republishes the values that satisfy a predicate, as Combine's `filter`.
+  ///
+  /// **Demand**: passed upstream; each rejected value asks upstream for one more.
+  /// **Ordering**: the upstream's. **Cancellation**: cancels the upstream.
+  public struct Filter<Upstream: Publisher>: Publisher {
+    public typealias Output = Upstream.Output
+    public typealias Failure = Upstream.Failure
+
+    public let upstream: Upstream
+    public let isIncluded: (Upstream.Output) -> Bool
+
+    @inlinable
+    public init(upstream: Upstream, isIncluded: @escaping (Upstream.Output) -> Bool) {
+      self.upstream = upstream
+      self.isIncluded = isIncluded
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.filtering("Filter", failure: same) { [isIncluded] in
+          isIncluded($0) ? .success($0) : nil
+        })
+    }
+  }
+
+  /// Republishes the values that satisfy a predicate that can throw, as Combine's `tryFilter`:
+  /// an error cancels the upstream and fails the downstream.
+  ///
+  /// **Demand**: passed upstream; each rejected value asks upstream for one more.
+  /// **Ordering**: the upstream's. **Cancellation**: cancels the upstream; so does an error.
+  public struct TryFilter<Upstream: Publisher>: Publisher {
+    public typealias Output = Upstream.Output
+    public typealias Failure = any Error
+
+    public let upstream: Upstream
+    public let isIncluded: (Upstream.Output) throws -> Bool
+
+    @inlinable
+    public init(upstream: Upstream, isIncluded: @escaping (Upstream.Output) throws -> Bool) {
+      self.upstream = upstream
+      self.isIncluded = isIncluded
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.filtering("TryFilter", failure: anyError) { [isIncluded] value in
+          attempt { try isIncluded(value) }.flatMapToOptional { $0 ? value : nil }
+        })
+    }
+  }
+
+  /// Republishes the non-`nil` results of a closure, as Combine's `compactMap`.
+  ///
+  /// **Demand**: passed upstream; each `nil` result asks upstream for one more.
+  /// **Ordering**: the upstream's. **Cancellation**: cancels the upstream.
+  public struct CompactMap<Upstream: Publisher, Output>: Publisher {
+    public typealias Failure = Upstream.Failure
+
+    public let upstream: Upstream
+    public let transform: (Upstream.Output) -> Output?
+
+    @inlinable
+    public init(upstream: Upstream, transform: @escaping (Upstream.Output) -> Output?) {
+      self.upstream = upstream
+      self.transform = transform
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.filtering("CompactMap", failure: same) { [transform] in
+          transform($0).map { .success($0) }
+        })
+    }
+  }
+
+  /// Republishes the non-`nil` results of a closure that can throw, as Combine's
+  /// `tryCompactMap`: an error cancels the upstream and fails the downstream.
+  ///
+  /// **Demand**: passed upstream; each `nil` result asks upstream for one more.
+  /// **Ordering**: the upstream's. **Cancellation**: cancels the upstream; so does an error.
+  public struct TryCompactMap<Upstream: Publisher, Output>: Publisher {
+    public typealias Failure = any Error
+
+    public let upstream: Upstream
+    public let transform: (Upstream.Output) throws -> Output?
+
+    @inlinable
+    public init(upstream: Upstream, transform: @escaping (Upstream.Output) throws -> Output?) {
+      self.upstream = upstream
+      self.transform = transform
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.filtering("TryCompactMap", failure: anyError) { [transform] value in
+          attempt { try transform(value) }.flatMapToOptional { $0 }
+        })
+    }
+  }
+}
+
+extension Publisher {
+  /// Republishes the values for which `isIncluded` returns `true`.
+  ///
+  /// ```swift
+  /// (1...6).publisher.filter { $0.isMultiple(of: 2) }   // 2, 4, 6
+  /// ```
+  @inlinable
+  public func filter(_ isIncluded: @escaping (Output) -> Bool) -> Publishers.Filter<Self> {
+    Publishers.Filter(upstream: self, isIncluded: isIncluded)
+  }
+
+  /// Republishes the values for which `isIncluded` returns `true`; an error it throws cancels
+  /// the upstream and fails the downstream.
+  @inlinable
+  public func tryFilter(
+    _ isIncluded: @escaping (Output) throws -> Bool
+  ) -> Publishers.TryFilter<Self> {
+    Publishers.TryFilter(upstream: self, isIncluded: isIncluded)
+  }
+
+  /// Republishes the non-`nil` results of `transform`.
+  ///
+  /// ```swift
+  /// ["1", "x", "3"].publisher.compactMap { Int($0) }   // 1, 3
+  /// ```
+  @inlinable
+  public func compactMap<T>(
+    _ transform: @escaping (Output) -> T?
+  ) -> Publishers.CompactMap<Self, T> {
+    Publishers.CompactMap(upstream: self, transform: transform)
+  }
+
+  /// Republishes the non-`nil` results of `transform`; an error it throws cancels the upstream
+  /// and fails the downstream.
+  @inlinable
+  public func tryCompactMap<T>(
+    _ transform: @escaping (Output) throws -> T?
+  ) -> Publishers.TryCompactMap<Self, T> {
+    Publishers.TryCompactMap(upstream: self, transform: transform)
+  }
+}
+
+extension Publishers.Filter {
+  /// Fuses two filters into one, as Combine does.
+  @inlinable
+  public func filter(_ isIncluded: @escaping (Output) -> Bool) -> Publishers.Filter<Upstream> {
+    let first = self.isIncluded
+    return Publishers.Filter(upstream: upstream) { first($0) && isIncluded($0) }
+  }
+
+  /// Fuses a filter and a tryFilter into one tryFilter, as Combine does.
+  @inlinable
+  public func tryFilter(
+    _ isIncluded: @escaping (Output) throws -> Bool
+  ) -> Publishers.TryFilter<Upstream> {
+    let first = self.isIncluded
+    return Publishers.TryFilter(upstream: upstream) { try first($0) && isIncluded($0) }
+  }
+}
+
+extension Publishers.TryFilter {
+  /// Fuses into one tryFilter, as Combine does.
+  @inlinable
+  public func filter(_ isIncluded: @escaping (Output) -> Bool) -> Publishers.TryFilter<Upstream> {
+    let first = self.isIncluded
+    return Publishers.TryFilter(upstream: upstream) { try first($0) && isIncluded($0) }
+  }
+
+  /// Fuses into one tryFilter, as Combine does.
+  @inlinable
+  public func tryFilter(
+    _ isIncluded: @escaping (Output) throws -> Bool
+  ) -> Publishers.TryFilter<Upstream> {
+    let first = self.isIncluded
+    return Publishers.TryFilter(upstream: upstream) { try first($0) && isIncluded($0) }
+  }
+}
+
+extension Publishers.CompactMap {
+  /// Fuses two compactMaps into one, as Combine does.
+  @inlinable
+  public func compactMap<T>(
+    _ transform: @escaping (Output) -> T?
+  ) -> Publishers.CompactMap<Upstream, T> {
+    let first = self.transform
+    return Publishers.CompactMap(upstream: upstream) { first($0).flatMap(transform) }
+  }
+
+  /// Fuses a compactMap and a map into one compactMap, as Combine does.
+  @inlinable
+  public func map<T>(_ transform: @escaping (Output) -> T) -> Publishers.CompactMap<Upstream, T> {
+    let first = self.transform
+    return Publishers.CompactMap(upstream: upstream) { first($0).map(transform) }
+  }
+}
+
+extension Publishers.TryCompactMap {
+  /// Fuses into one tryCompactMap, as Combine does.
+  @inlinable
+  public func compactMap<T>(
+    _ transform: @escaping (Output) throws -> T?
+  ) -> Publishers.TryCompactMap<Upstream, T> {
+    let first = self.transform
+    return Publishers.TryCompactMap(upstream: upstream) { try first($0).flatMap(transform) }
+  }
+}

@@ -1,0 +1,252 @@
+extension Publishers {
+  /// Publishes the first value and finishes, cancelling the upstream, as Combine's `first()`.
+  ///
+  /// **Demand**: `.unlimited` upstream; the value waits for the downstream's demand.
+  /// **Ordering**: at most one value, then `.finished`. **Cancellation**: cancels the upstream;
+  /// so does the first value.
+  public struct First<Upstream: Publisher>: Publisher {
+    public typealias Output = Upstream.Output
+    public typealias Failure = Upstream.Failure
+
+    public let upstream: Upstream
+
+    @inlinable
+    public init(upstream: Upstream) { self.upstream = upstream }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.reducing(
+          "First", initial: Output?.none, failure: same,
+          next: { (found: inout Output?, value: Output) in
+            Result<Bool, Failure>.success(true).map { match in
+              if match { found = value }
+              return match && true
+            }
+          },
+          result: { $0 }))
+    }
+  }
+
+  /// Publishes the first value that satisfies a predicate and finishes, cancelling the upstream,
+  /// as Combine's `first(where:)`.
+  ///
+  /// **Demand**: `.unlimited` upstream. **Ordering**: at most one value, then `.finished`.
+  /// **Cancellation**: cancels the upstream; so does a match.
+  public struct FirstWhere<Upstream: Publisher>: Publisher {
+    public typealias Output = Upstream.Output
+    public typealias Failure = Upstream.Failure
+
+    public let upstream: Upstream
+
+    public let predicate: (Upstream.Output) -> Bool
+
+    @inlinable
+    public init(upstream: Upstream, predicate: @escaping (Upstream.Output) -> Bool) {
+      self.upstream = upstream
+      self.predicate = predicate
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.reducing(
+          "TryFirst", initial: Output?.none, failure: same,
+          next: { [predicate] (found: inout Output?, value: Output) in
+            Result<Bool, Failure>.success(predicate(value)).map { match in
+              if match { found = value }
+              return match && true
+            }
+          },
+          result: { $0 }))
+    }
+  }
+
+  /// `first(where:)` with a predicate that can throw, as Combine's `tryFirst(where:)`.
+  ///
+  /// **Demand**: `.unlimited` upstream. **Ordering**: at most one value, then `.finished`.
+  /// **Cancellation**: cancels the upstream; so do a match and an error.
+  public struct TryFirstWhere<Upstream: Publisher>: Publisher {
+    public typealias Output = Upstream.Output
+    public typealias Failure = any Error
+
+    public let upstream: Upstream
+
+    public let predicate: (Upstream.Output) throws -> Bool
+
+    @inlinable
+    public init(upstream: Upstream, predicate: @escaping (Upstream.Output) throws -> Bool) {
+      self.upstream = upstream
+      self.predicate = predicate
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.reducing(
+          "TryFirstWhere", initial: Output?.none, failure: anyError,
+          next: { [predicate] (found: inout Output?, value: Output) in
+            attempt { try predicate(value) }.map { match in
+              if match { found = value }
+              return match && true
+            }
+          },
+          result: { $0 }))
+    }
+  }
+
+  /// Publishes the last value when the upstream finishes, as Combine's `last()`.
+  ///
+  /// **Demand**: `.unlimited` upstream; the value waits for the downstream's demand.
+  /// **Ordering**: at most one value, then `.finished`. **Cancellation**: cancels the upstream.
+  public struct Last<Upstream: Publisher>: Publisher {
+    public typealias Output = Upstream.Output
+    public typealias Failure = Upstream.Failure
+
+    public let upstream: Upstream
+
+    @inlinable
+    public init(upstream: Upstream) { self.upstream = upstream }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.reducing(
+          "Last", initial: Output?.none, failure: same,
+          next: { (found: inout Output?, value: Output) in
+            Result<Bool, Failure>.success(true).map { match in
+              if match { found = value }
+              return match && false
+            }
+          },
+          result: { $0 }))
+    }
+  }
+
+  /// Publishes the last value that satisfies a predicate when the upstream finishes, as
+  /// Combine's `last(where:)`.
+  ///
+  /// **Demand**: `.unlimited` upstream. **Ordering**: at most one value, then `.finished`.
+  /// **Cancellation**: cancels the upstream.
+  public struct LastWhere<Upstream: Publisher>: Publisher {
+    public typealias Output = Upstream.Output
+    public typealias Failure = Upstream.Failure
+
+    public let upstream: Upstream
+
+    public let predicate: (Upstream.Output) -> Bool
+
+    @inlinable
+    public init(upstream: Upstream, predicate: @escaping (Upstream.Output) -> Bool) {
+      self.upstream = upstream
+      self.predicate = predicate
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.reducing(
+          "LastWhere", initial: Output?.none, failure: same,
+          next: { [predicate] (found: inout Output?, value: Output) in
+            Result<Bool, Failure>.success(predicate(value)).map { match in
+              if match { found = value }
+              return match && false
+            }
+          },
+          result: { $0 }))
+    }
+  }
+
+  /// `last(where:)` with a predicate that can throw, as Combine's `tryLast(where:)`.
+  ///
+  /// **Demand**: `.unlimited` upstream. **Ordering**: at most one value, then `.finished`.
+  /// **Cancellation**: cancels the upstream; so does an error.
+  public struct TryLastWhere<Upstream: Publisher>: Publisher {
+    public typealias Output = Upstream.Output
+    public typealias Failure = any Error
+
+    public let upstream: Upstream
+
+    public let predicate: (Upstream.Output) throws -> Bool
+
+    @inlinable
+    public init(upstream: Upstream, predicate: @escaping (Upstream.Output) throws -> Bool) {
+      self.upstream = upstream
+      self.predicate = predicate
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.reducing(
+          "TryLastWhere", initial: Output?.none, failure: anyError,
+          next: { [predicate] (found: inout Output?, value: Output) in
+            attempt { try predicate(value) }.map { match in
+              if match { found = value }
+              return match && false
+            }
+          },
+          result: { $0 }))
+    }
+  }
+}
+
+extension Publisher {
+  /// Publishes the first value, then finishes (cancelling the upstream).
+  ///
+  /// ```swift
+  /// [7, 8].publisher.first()   // 7
+  /// ```
+  @inlinable
+  public func first() -> Publishers.First<Self> { Publishers.First(upstream: self) }
+
+  /// Publishes the first value that satisfies `predicate`, then finishes.
+  @inlinable
+  public func first(
+    where predicate: @escaping (Output) -> Bool
+  ) -> Publishers.FirstWhere<Self> {
+    Publishers.FirstWhere(upstream: self, predicate: predicate)
+  }
+
+  /// `first(where:)` with a predicate that can throw.
+  @inlinable
+  public func tryFirst(
+    where predicate: @escaping (Output) throws -> Bool
+  ) -> Publishers.TryFirstWhere<Self> {
+    Publishers.TryFirstWhere(upstream: self, predicate: predicate)
+  }
+
+  /// Publishes the last value when this publisher finishes.
+  ///
+  /// ```swift
+  /// [7, 8].publisher.last()   // 8
+  /// ```
+  @inlinable
+  public func last() -> Publishers.Last<Self> { Publishers.Last(upstream: self) }
+
+  /// Publishes the last value that satisfies `predicate` when this publisher finishes.
+  @inlinable
+  public func last(where predicate: @escaping (Output) -> Bool) -> Publishers.LastWhere<Self> {
+    Publishers.LastWhere(upstream: self, predicate: predicate)
+  }
+
+  /// `last(where:)` with a predicate that can throw.
+  @inlinable
+  public func tryLast(
+    where predicate: @escaping (Output) throws -> Bool
+  ) -> Publishers.TryLastWhere<Self> {
+    Publishers.TryLastWhere(upstream: self, predicate: predicate)
+  }
+}

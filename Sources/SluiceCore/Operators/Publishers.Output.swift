@@ -1,0 +1,126 @@
+extension Publishers {
+  /// Republishes the values at the given positions, as Combine's `output(in:)`, `output(at:)`
+  /// and `prefix(_:)`.
+  ///
+  /// **Demand**: passed upstream; each value before the range asks upstream for one more.
+  /// **Ordering**: the upstream's. **Cancellation**: cancels the upstream; so does the last
+  /// value of the range, right after it is delivered, before `.finished`.
+  public struct Output<Upstream: Publisher>: Publisher {
+    public typealias Output = Upstream.Output
+    public typealias Failure = Upstream.Failure
+
+    public let upstream: Upstream
+    /// The positions (0-based) to republish.
+    public let range: CountableRange<Int>
+
+    /// Traps unless `range.lowerBound` is at least 0.
+    @inlinable
+    public init(upstream: Upstream, range: CountableRange<Int>) {
+      if range.lowerBound < 0 { Violation.negativeIndex(range.lowerBound, operator: "output(in:)") }
+      self.upstream = upstream
+      self.range = range
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      let range = self.range
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.passing("Output", state: 0, failure: same) {
+          (index: inout Int, value: Output) in
+          defer { index += 1 }
+          if index < range.lowerBound { return .drop(requesting: .max(1)) }
+          if index + 1 < range.upperBound { return .emit(value) }
+          return index + 1 == range.upperBound ? .emitAndFinish(value) : .finish(final: nil)
+        })
+    }
+  }
+}
+
+extension Publisher {
+  /// Republishes the value at position `index` (0-based), then finishes.
+  ///
+  /// ```swift
+  /// ["a", "b", "c"].publisher.output(at: 1)   // "b"
+  /// ```
+  /// Traps if `index` is negative.
+  @inlinable
+  public func output(at index: Int) -> Publishers.Output<Self> {
+    if index < 0 { Violation.negativeIndex(index, operator: "output(at:)") }
+    return Publishers.Output(upstream: self, range: index..<(index + 1))
+  }
+
+  /// Republishes the values at the positions in `range` (0-based), then finishes.
+  ///
+  /// ```swift
+  /// (10...20).publisher.output(in: 2...4)   // 12, 13, 14
+  /// ```
+  @inlinable
+  public func output<R: RangeExpression>(in range: R) -> Publishers.Output<Self>
+  where R.Bound == Int {
+    let bounds = range.relative(to: 0..<Int.max)
+    return Publishers.Output(upstream: self, range: bounds.lowerBound..<bounds.upperBound)
+  }
+
+  /// Republishes the first `maxLength` values, then finishes.
+  ///
+  /// ```swift
+  /// (1...).publisher.prefix(3)   // 1, 2, 3
+  /// ```
+  /// Traps if `maxLength` is negative.
+  @inlinable
+  public func prefix(_ maxLength: Int) -> Publishers.Output<Self> {
+    if maxLength < 0 { Violation.negativeCount(maxLength, operator: "prefix(_:)") }
+    return Publishers.Output(upstream: self, range: 0..<maxLength)
+  }
+}
+
+extension Publishers {
+  /// Omits the first values of the upstream, as Combine's `dropFirst(_:)`.
+  ///
+  /// **Demand**: passed upstream, plus `count` with the first request, so that dropping needs
+  /// no extra round trips. **Ordering**: the upstream's. **Cancellation**: cancels the upstream.
+  public struct Drop<Upstream: Publisher>: Publisher {
+    public typealias Output = Upstream.Output
+    public typealias Failure = Upstream.Failure
+
+    public let upstream: Upstream
+    /// How many values to omit.
+    public let count: Int
+
+    /// Traps if `count` is negative.
+    @inlinable
+    public init(upstream: Upstream, count: Int) {
+      if count < 0 { Violation.negativeCount(count, operator: "dropFirst(_:)") }
+      self.upstream = upstream
+      self.count = count
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.passing(
+          "Drop", demand: .forwardPlusFirst(count), state: count, failure: same
+        ) { (remaining: inout Int, value: Output) in
+          guard remaining > 0 else { return .emit(value) }
+          remaining -= 1
+          return .drop(requesting: .none)
+        })
+    }
+  }
+}
+
+extension Publisher {
+  /// Omits the first `count` values.
+  ///
+  /// ```swift
+  /// [1, 2, 3].publisher.dropFirst()   // 2, 3
+  /// ```
+  @inlinable
+  public func dropFirst(_ count: Int = 1) -> Publishers.Drop<Self> {
+    Publishers.Drop(upstream: self, count: count)
+  }
+}

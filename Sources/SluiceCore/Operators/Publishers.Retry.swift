@@ -1,0 +1,136 @@
+extension Publishers {
+  /// Resubscribes to the upstream when it fails, up to a number of times, as Combine's
+  /// `retry(_:)`.
+  ///
+  /// **Demand**: what the downstream requested and has not received carries over to each new
+  /// subscription. **Ordering**: values of each attempt in order; the last attempt's completion.
+  /// **Cancellation**: cancels the current attempt; no more attempts start. Resubscribing is a
+  /// loop, not a recursion: a synchronously failing upstream retried 100,000 times uses
+  /// constant stack.
+  public struct Retry<Upstream: Publisher>: Publisher {
+    public typealias Output = Upstream.Output
+    public typealias Failure = Upstream.Failure
+
+    public let upstream: Upstream
+    /// How many times to resubscribe; `nil` for no limit.
+    public let retries: Int?
+
+    @inlinable
+    public init(upstream: Upstream, retries: Int?) {
+      if let retries, retries < 0 { Violation.negativeCount(retries, operator: "retry(_:)") }
+      self.upstream = upstream
+      self.retries = retries
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      RetrySubscription(upstream: upstream, retries: retries, downstream: subscriber).start()
+    }
+  }
+}
+
+@usableFromInline
+final class RetrySubscription<Upstream: Publisher, Downstream: Subscriber>: Subscriber,
+  Subscription, CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
+  @unchecked Sendable
+where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failure {
+  // Safety: mutable state is in `state`'s lock (`retriesLeft` too); calls out happen after
+  // unlocking.
+  @usableFromInline typealias Input = Upstream.Output
+  @usableFromInline typealias Failure = Upstream.Failure
+
+  @usableFromInline let upstream: Upstream
+  /// The downstream until the subscription ends (guarded by `state`'s lock).
+  @usableFromInline @exclusivity(unchecked) var held: Downstream?
+  @usableFromInline let state: Lock<(relay: RelayState, retriesLeft: Int?)>
+
+  @inlinable init(upstream: Upstream, retries: Int?, downstream: Downstream) {
+    self.upstream = upstream
+    held = downstream
+    state = Lock((RelayState(), retries))
+  }
+
+  @inlinable func start() { subscribeLoop() }
+
+  @inlinable func subscribeLoop() {
+    while state.withLock({ $0.relay.beginSubscribing() }) {
+      upstream.subscribe(self)
+      if !state.withLock({ $0.relay.endSubscribing() }) { return }
+    }
+  }
+
+  @inlinable func receive(subscription: any Subscription) {
+    switch state.withLock({ $0.relay.attached(subscription) }) {
+    case .handDownstream: state.withLock { _ in held }?.receive(subscription: self)
+    case .request(let demand): if demand > 0 { subscription.request(demand) }
+    case .cancel: subscription.cancel()
+    }
+  }
+
+  @inlinable func receive(_ input: Input) -> Subscribers.Demand {
+    guard let downstream = state.withLock({ $0.relay.delivering() ? held : nil }) else {
+      return .none
+    }
+    let more = downstream.receive(input)
+    state.withLock { $0.relay.delivered(more: more) }
+    return more
+  }
+
+  @inlinable func receive(completion: Subscribers.Completion<Failure>) {
+    let action = state.withLock { state -> RelayState.CompletionAction in
+      guard case .attached = state.relay.phase else { return .none }
+      let retry: Bool
+      if case .failure = completion, state.retriesLeft.map({ $0 > 0 }) ?? true {
+        state.retriesLeft = state.retriesLeft.map { $0 - 1 }
+        retry = true
+      } else {
+        retry = false
+      }
+      return state.relay.completed(moveOn: retry)
+    }
+    switch action {
+    case .resubscribe: subscribeLoop()
+    case .end: takeDownstream()?.receive(completion: completion)
+    case .none: break
+    }
+  }
+
+  @inlinable func request(_ demand: Subscribers.Demand) {
+    demand.assertNonZero(for: description)
+    state.withLock { $0.relay.requested(demand) }?.request(demand)
+  }
+
+  @inlinable func cancel() {
+    let (upstream, downstream) = state.withLock { state in
+      defer { held = nil }
+      return (state.relay.cancelled(), held)
+    }
+    upstream?.cancel()
+    withExtendedLifetime(downstream) {}
+  }
+
+  /// The downstream, forgotten: for the completion.
+  @inlinable func takeDownstream() -> Downstream? {
+    state.withLock { _ in
+      defer { held = nil }
+      return held
+    }
+  }
+
+  @usableFromInline var description: String { "Retry" }
+  @usableFromInline var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  @usableFromInline var playgroundDescription: Any { description }
+}
+
+extension Publisher {
+  /// Resubscribes up to `retries` times when this publisher fails; the last failure passes on.
+  ///
+  /// ```swift
+  /// flakyRequest.retry(3)
+  /// ```
+  @inlinable
+  public func retry(_ retries: Int) -> Publishers.Retry<Self> {
+    Publishers.Retry(upstream: self, retries: retries)
+  }
+}

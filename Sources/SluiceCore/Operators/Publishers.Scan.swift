@@ -1,0 +1,101 @@
+extension Publishers {
+  /// Publishes each new partial result of folding the upstream's values, as Combine's `scan`.
+  ///
+  /// **Demand**: passed upstream unchanged (one result per value). **Ordering**: the
+  /// upstream's. **Cancellation**: cancels the upstream.
+  public struct Scan<Upstream: Publisher, Output>: Publisher {
+    public typealias Failure = Upstream.Failure
+
+    public let upstream: Upstream
+    public let initialResult: Output
+    public let nextPartialResult: (Output, Upstream.Output) -> Output
+
+    @inlinable
+    public init(
+      upstream: Upstream, initialResult: Output,
+      nextPartialResult: @escaping (Output, Upstream.Output) -> Output
+    ) {
+      self.upstream = upstream
+      self.initialResult = initialResult
+      self.nextPartialResult = nextPartialResult
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.passing(
+          "Scan", state: initialResult, failure: same
+        ) { [nextPartialResult] (result: inout Output, value: Upstream.Output) in
+          result = nextPartialResult(result, value)
+          return .emit(result)
+        })
+    }
+  }
+
+  /// `scan` with a closure that can throw, as Combine's `tryScan`: an error cancels the
+  /// upstream and fails the downstream.
+  ///
+  /// **Demand**: passed upstream unchanged. **Ordering**: the upstream's. **Cancellation**:
+  /// cancels the upstream; so does an error.
+  public struct TryScan<Upstream: Publisher, Output>: Publisher {
+    public typealias Failure = any Error
+
+    public let upstream: Upstream
+    public let initialResult: Output
+    public let nextPartialResult: (Output, Upstream.Output) throws -> Output
+
+    @inlinable
+    public init(
+      upstream: Upstream, initialResult: Output,
+      nextPartialResult: @escaping (Output, Upstream.Output) throws -> Output
+    ) {
+      self.upstream = upstream
+      self.initialResult = initialResult
+      self.nextPartialResult = nextPartialResult
+    }
+
+    @inlinable
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.passing(
+          "TryScan", state: initialResult, failure: anyError
+        ) { [nextPartialResult] (result: inout Output, value: Upstream.Output) in
+          switch attempt({ try nextPartialResult(result, value) }) {
+          case .success(let next):
+            result = next
+            return .emit(next)
+          case .failure(let error):
+            return .fail(error)
+          }
+        })
+    }
+  }
+}
+
+extension Publisher {
+  /// Publishes each partial result of folding the values into `initialResult`.
+  ///
+  /// ```swift
+  /// [1, 2, 3].publisher.scan(0, +)   // 1, 3, 6
+  /// ```
+  @inlinable
+  public func scan<T>(
+    _ initialResult: T, _ nextPartialResult: @escaping (T, Output) -> T
+  ) -> Publishers.Scan<Self, T> {
+    Publishers.Scan(upstream: self, initialResult: initialResult, nextPartialResult: nextPartialResult)
+  }
+
+  /// `scan` with a closure that can throw; an error cancels the upstream and fails the
+  /// downstream.
+  @inlinable
+  public func tryScan<T>(
+    _ initialResult: T, _ nextPartialResult: @escaping (T, Output) throws -> T
+  ) -> Publishers.TryScan<Self, T> {
+    Publishers.TryScan(
+      upstream: self, initialResult: initialResult, nextPartialResult: nextPartialResult)
+  }
+}
