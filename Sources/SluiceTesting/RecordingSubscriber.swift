@@ -27,6 +27,12 @@ public final class RecordingSubscriber<Input, Failure: Error>: Subscriber, Cance
     case subscription(String)
     case value(Input)
     case completion(Subscribers.Completion<Failure>)
+
+    /// Whether this is a completion.
+    public var isCompletion: Bool {
+      if case .completion = self { return true }
+      return false
+    }
   }
 
   private struct Waiter {

@@ -27,6 +27,7 @@ public final class TestPublisher<Output, Failure: Error>: Publisher, @unchecked 
     var attached: [Attached] = []
     /// Every subscription ever handed out, kept for inspection.
     var subscriptions: [TestSubscription] = []
+    var subscriberDescriptions: [String] = []
   }
 
   private let state = Lock(State())
@@ -46,9 +47,14 @@ public final class TestPublisher<Output, Failure: Error>: Publisher, @unchecked 
       state.attached.append(
         Attached(subscriber: AnySubscriber(subscriber), subscription: subscription))
       state.subscriptions.append(subscription)
+      state.subscriberDescriptions.append(String(describing: subscriber))
     }
     subscriber.receive(subscription: subscription)
   }
+
+  /// The `description` of each subscriber, in subscription order: for an operator, the name
+  /// Combine gives its subscription ("Map", "Filter", …).
+  public var subscriberDescriptions: [String] { state.withLock { $0.subscriberDescriptions } }
 
   /// The subscriptions handed out so far, in subscription order.
   public var subscriptions: [TestSubscription] { state.withLock { $0.subscriptions } }

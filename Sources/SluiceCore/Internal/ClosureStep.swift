@@ -15,7 +15,8 @@ struct ClosureStep<Input, UpstreamFailure: Error, State, Output, Failure: Error>
     _ name: StaticString, demand: UpstreamDemand = .forward, countsDeliveries: Bool = false,
     state: State,
     onValue: @escaping (inout State, Input) -> StepAction<Output, Failure>,
-    onCompletion: @escaping (inout State, Subscribers.Completion<UpstreamFailure>) ->
+    onCompletion:
+      @escaping (inout State, Subscribers.Completion<UpstreamFailure>) ->
       StepCompletion<Output, Failure>
   ) {
     self.name = name

@@ -46,7 +46,9 @@ struct SubscriberLifecycle<Payload> {
 
   /// The payload to handle the completion with (released by the caller afterwards), or `nil`
   /// when already terminal. The upstream is forgotten without being cancelled (it completed).
-  @inlinable mutating func receivedCompletion() -> (payload: Payload?, upstream: (any Subscription)?) {
+  @inlinable mutating func receivedCompletion() -> (
+    payload: Payload?, upstream: (any Subscription)?
+  ) {
     guard phase != .terminal else { return (nil, nil) }
     phase = .terminal
     defer {

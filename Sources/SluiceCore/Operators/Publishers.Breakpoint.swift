@@ -106,7 +106,9 @@ extension Publishers {
       upstream.subscribe(
         Forwarding(
           "AssertNoFailure", downstream: subscriber, value: { $0 },
-          failure: { error in Violation.unexpectedFailure(error, prefix: prefix, file: file, line: line) }))
+          failure: { error in
+            Violation.unexpectedFailure(error, prefix: prefix, file: file, line: line)
+          }))
     }
   }
 }

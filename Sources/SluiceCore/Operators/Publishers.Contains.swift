@@ -21,9 +21,11 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let output = self.output
-      upstream.subscribe(subscriber, through: ClosureStep.searching("Contains", failure: same) {
-        .success($0 == output)
-      })
+      upstream.subscribe(
+        subscriber,
+        through: ClosureStep.searching("Contains", failure: same) {
+          .success($0 == output)
+        })
     }
   }
 
@@ -134,8 +136,9 @@ extension Publishers {
     where Output == S.Input, Failure == S.Failure {
       upstream.subscribe(
         subscriber,
-        through: ClosureStep.searching("TryAllSatisfy", answerWhenFound: false, failure: anyError)
-        { [predicate] value in attempt { try !predicate(value) } })
+        through: ClosureStep.searching("TryAllSatisfy", answerWhenFound: false, failure: anyError) {
+          [predicate] value in attempt { try !predicate(value) }
+        })
     }
   }
 }

@@ -91,8 +91,7 @@ final class HookedSubscription<Downstream: Subscriber>: Subscriber, Subscription
   /// The downstream is the payload: released on completion and on cancel.
   @usableFromInline let lifecycle: LifecycleBox<Downstream>
 
-  @inlinable init(_ name: StaticString, downstream: Downstream, hooks: EventHooks<Input, Failure>)
-  {
+  @inlinable init(_ name: StaticString, downstream: Downstream, hooks: EventHooks<Input, Failure>) {
     self.name = name
     self.hooks = hooks
     lifecycle = LifecycleBox(downstream)

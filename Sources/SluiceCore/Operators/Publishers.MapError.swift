@@ -80,7 +80,8 @@ extension Publisher {
 extension Publisher where Failure == Never {
   /// Declares that this publisher, which cannot fail, has failure type `E`.
   @inlinable
-  public func setFailureType<E: Error>(to failureType: E.Type) -> Publishers.SetFailureType<Self, E> {
+  public func setFailureType<E: Error>(to failureType: E.Type) -> Publishers.SetFailureType<Self, E>
+  {
     Publishers.SetFailureType(upstream: self)
   }
 }

@@ -86,7 +86,8 @@ extension Publisher {
   public func scan<T>(
     _ initialResult: T, _ nextPartialResult: @escaping (T, Output) -> T
   ) -> Publishers.Scan<Self, T> {
-    Publishers.Scan(upstream: self, initialResult: initialResult, nextPartialResult: nextPartialResult)
+    Publishers.Scan(
+      upstream: self, initialResult: initialResult, nextPartialResult: nextPartialResult)
   }
 
   /// `scan` with a closure that can throw; an error cancels the upstream and fails the

@@ -194,6 +194,5 @@ struct NullStream: TextOutputStream {
   mutating func write(_ string: String) {}
 }
 
-
 /// The conversion from `Never` (never called).
 func absurdInt(_ never: Never) -> Int {}
