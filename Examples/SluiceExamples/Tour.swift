@@ -13,6 +13,11 @@ public let tour: [TourSection] = [
   TourSection(title: "Schedulers: virtual time and a dispatch queue", run: schedulersTour),
   TourSection(
     title: "Record, and the rule checker catching a misbehaving publisher", run: rulesTour),
+  TourSection(title: "Operators: mapping", run: mappingTour),
+  TourSection(title: "Operators: filtering", run: filteringTour),
+  TourSection(title: "Operators: reducing, mathematics, matching", run: reducingTour),
+  TourSection(title: "Operators: picking by position", run: sequenceTour),
+  TourSection(title: "Operators: errors, side effects, coding", run: errorsTour),
   TourSection(title: "Bridges: publishers and async/await", run: bridgesTour),
   TourSection(title: "Actors and pipelines", run: actorsTour),
 ]
