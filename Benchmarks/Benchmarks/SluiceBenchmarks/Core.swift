@@ -33,6 +33,22 @@ func coreBenchmarks() {
     check(tally.count, elements, synchronous)
   }
 
+  let chain = "Deferred(0..<n) → map → filter → scan → sink, streaming (per element)"
+  measure(chain, "Sluice") {
+    let tally = Tally()
+    _ = Sluice.Deferred { Sluice.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<elements) }
+      .map { $0 &* 2 }.filter { $0 % 3 != 0 }.scan(0, &+).sink { consume(tally, $0) }
+    check(tally.count, elements * 2 / 3, chain)
+  }
+  measure(chain, "OpenCombine") {
+    let tally = Tally()
+    _ = OpenCombine.Deferred {
+      OpenCombine.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<elements)
+    }
+    .map { $0 &* 2 }.filter { $0 % 3 != 0 }.scan(0, &+).sink { consume(tally, $0) }
+    check(tally.count, elements * 2 / 3, chain)
+  }
+
   for sinks in [1, 8] {
     let send = "PassthroughSubject.send, \(sinks) sink\(sinks == 1 ? "" : "s") (per send)"
     measure(send, "Sluice") {
