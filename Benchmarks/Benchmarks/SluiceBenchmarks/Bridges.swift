@@ -12,7 +12,8 @@ func bridgeBenchmarks() {
   }
   measureAsync(demandOne, "OpenCombine") {
     var count = 0
-    for await _ in OpenCombine.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<elements).values {
+    for await _ in OpenCombine.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<elements).values
+    {
       count += 1
     }
     check(count, elements, demandOne)

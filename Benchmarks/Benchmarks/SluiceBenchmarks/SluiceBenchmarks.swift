@@ -34,7 +34,8 @@ func measureAsync(
 }
 
 /// The share of values a lossy scenario delivered, in per mille (reported as its own column).
-let delivered = BenchmarkMetric.custom("delivered ‰", polarity: .prefersLarger, useScalingFactor: false)
+let delivered = BenchmarkMetric.custom(
+  "delivered ‰", polarity: .prefersLarger, useScalingFactor: false)
 
 /// Marks the implementations registered with ``measureDelivery(_:_:_:)``: package-benchmark
 /// reports a stale custom metric for every other benchmark, so `compare.sh` reads it only here.
