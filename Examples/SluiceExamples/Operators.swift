@@ -142,7 +142,10 @@ struct TourError: Error, CustomStringConvertible {
     let x: Int
     let y: Int
   }
-  let json = [Point(x: 1, y: 2)].publisher.encode(encoder: JSONEncoder())
+  // Sorted keys: JSONEncoder's key order is otherwise unspecified (it varies run to run).
+  let encoder = JSONEncoder()
+  encoder.outputFormatting = .sortedKeys
+  let json = [Point(x: 1, y: 2)].publisher.encode(encoder: encoder)
     .map { String(decoding: $0, as: UTF8.self) }
   lines.append("encode: \(await outcomeOf(json))")
   let decoded = [Data(#"{"x":3,"y":4}"#.utf8)].publisher

@@ -104,7 +104,7 @@ let expectedTour: [String] = [
   "print: [\"just: receive subscription: (Just)\", \"just: request max: (1)\", \"just: receive value: (1)\", \"just: receive finished\"]",
   "breakpoint (never true): [2]",
   "breakpointOnError: [3]",
-  "encode: [\"{\\\"y\\\":2,\\\"x\\\":1}\"], finished",
+  "encode: [\"{\\\"x\\\":1,\\\"y\\\":2}\"], finished",
   "decode: [\"(3, 4)\"], finished",
   "== Bridges: publishers and async/await",
   "for await over (1...5).publisher.values: [1, 4, 9, 16, 25]",

@@ -33,11 +33,6 @@ protocol OperatorStep {
   ) -> StepCompletion<Output, Failure>
 }
 
-extension OperatorStep {
-  @inlinable var countsDeliveries: Bool { false }
-  @inlinable var upstreamDemand: UpstreamDemand { .forward }
-}
-
 /// How a ``StepSubscription`` turns its downstream's demand into requests to its upstream.
 @usableFromInline
 enum UpstreamDemand: Sendable, Equatable {
@@ -95,16 +90,6 @@ extension Subscribers.Completion {
     case .finished: .finished
     case .failure(let error): .failure(transform(error))
     }
-  }
-}
-
-extension Subscribers.Completion where Failure == Never {
-  /// `.finished` with any failure type (a `Never` completion cannot be a failure).
-  @inlinable
-  func promoted<NewFailure: Error>(to: NewFailure.Type = NewFailure.self)
-    -> Subscribers.Completion<NewFailure>
-  {
-    .finished
   }
 }
 

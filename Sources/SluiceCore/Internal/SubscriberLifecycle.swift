@@ -116,8 +116,13 @@ struct LifecycleBox<Payload>: ~Copyable {
   }
 
   /// Cancels the upstream and releases the payload, after unlocking. Idempotent.
-  @inlinable func cancel() {
+  @inlinable func cancel() { cancel(whenLive: {}) }
+
+  /// Cancels as ``cancel()`` does, running `hook` first (after unlocking, before the upstream
+  /// is cancelled) if this call is the one that ended the lifecycle.
+  @inlinable func cancel(whenLive hook: () -> Void) {
     let (upstream, payload) = lifecycle.withLock { $0.cancelled() }
+    if payload != nil { hook() }
     upstream?.cancel()
     withExtendedLifetime(payload) {}
   }

@@ -68,7 +68,8 @@ where
   Upstream.Output == Downstream.Input, NewPublisher.Output == Downstream.Input,
   NewPublisher.Failure == Downstream.Failure
 {
-  // Safety: mutable state is in `state`'s lock; calls out happen after unlocking.
+  // Safety: mutable state is in `state`'s lock, and `held` is touched only inside
+  // `state.withLock`; the downstream, the handler and upstreams are called after unlocking.
   @usableFromInline typealias Input = Upstream.Output
   @usableFromInline typealias Failure = Upstream.Failure
 
@@ -100,7 +101,7 @@ where
       return .none
     }
     let more = downstream.receive(input)
-    state.withLock { $0.delivered(more: more) }
+    if more > 0 { state.withLock { $0.delivered(more: more) } }
     return more
   }
 

@@ -18,15 +18,7 @@ extension Publishers {
     where Output == S.Input, Failure == S.Failure {
       upstream.subscribe(
         subscriber,
-        through: ClosureStep.reducing(
-          "First", initial: Output?.none, failure: same,
-          next: { (found: inout Output?, value: Output) in
-            Result<Bool, Failure>.success(true).map { match in
-              if match { found = value }
-              return match && true
-            }
-          },
-          result: { $0 }))
+        through: ClosureStep.picking("First", .firstMatch, failure: same) { _ in .success(true) })
     }
   }
 
@@ -54,15 +46,9 @@ extension Publishers {
     where Output == S.Input, Failure == S.Failure {
       upstream.subscribe(
         subscriber,
-        through: ClosureStep.reducing(
-          "TryFirst", initial: Output?.none, failure: same,
-          next: { [predicate] (found: inout Output?, value: Output) in
-            Result<Bool, Failure>.success(predicate(value)).map { match in
-              if match { found = value }
-              return match && true
-            }
-          },
-          result: { $0 }))
+        through: ClosureStep.picking("TryFirst", .firstMatch, failure: same) { [predicate] in
+          .success(predicate($0))
+        })
     }
   }
 
@@ -89,15 +75,9 @@ extension Publishers {
     where Output == S.Input, Failure == S.Failure {
       upstream.subscribe(
         subscriber,
-        through: ClosureStep.reducing(
-          "TryFirstWhere", initial: Output?.none, failure: anyError,
-          next: { [predicate] (found: inout Output?, value: Output) in
-            attempt { try predicate(value) }.map { match in
-              if match { found = value }
-              return match && true
-            }
-          },
-          result: { $0 }))
+        through: ClosureStep.picking("TryFirstWhere", .firstMatch, failure: anyError) {
+          [predicate] value in attempt { try predicate(value) }
+        })
     }
   }
 
@@ -119,15 +99,7 @@ extension Publishers {
     where Output == S.Input, Failure == S.Failure {
       upstream.subscribe(
         subscriber,
-        through: ClosureStep.reducing(
-          "Last", initial: Output?.none, failure: same,
-          next: { (found: inout Output?, value: Output) in
-            Result<Bool, Failure>.success(true).map { match in
-              if match { found = value }
-              return match && false
-            }
-          },
-          result: { $0 }))
+        through: ClosureStep.picking("Last", .lastMatch, failure: same) { _ in .success(true) })
     }
   }
 
@@ -155,15 +127,9 @@ extension Publishers {
     where Output == S.Input, Failure == S.Failure {
       upstream.subscribe(
         subscriber,
-        through: ClosureStep.reducing(
-          "LastWhere", initial: Output?.none, failure: same,
-          next: { [predicate] (found: inout Output?, value: Output) in
-            Result<Bool, Failure>.success(predicate(value)).map { match in
-              if match { found = value }
-              return match && false
-            }
-          },
-          result: { $0 }))
+        through: ClosureStep.picking("LastWhere", .lastMatch, failure: same) { [predicate] in
+          .success(predicate($0))
+        })
     }
   }
 
@@ -190,16 +156,39 @@ extension Publishers {
     where Output == S.Input, Failure == S.Failure {
       upstream.subscribe(
         subscriber,
-        through: ClosureStep.reducing(
-          "TryLastWhere", initial: Output?.none, failure: anyError,
-          next: { [predicate] (found: inout Output?, value: Output) in
-            attempt { try predicate(value) }.map { match in
-              if match { found = value }
-              return match && false
-            }
-          },
-          result: { $0 }))
+        through: ClosureStep.picking("TryLastWhere", .lastMatch, failure: anyError) {
+          [predicate] value in attempt { try predicate(value) }
+        })
     }
+  }
+}
+
+/// Which matching value `first` and `last` publish.
+@usableFromInline
+enum Pick {
+  /// The first, as soon as it arrives (cancelling the upstream).
+  case firstMatch
+  /// The last, when the upstream finishes.
+  case lastMatch
+}
+
+extension ClosureStep where State == Output?, Input == Output {
+  /// The step of first and last: publishes the first or last value for which `matches` is
+  /// `true` (or fails with its error).
+  @inlinable
+  static func picking(
+    _ name: StaticString, _ pick: Pick, failure: @escaping (UpstreamFailure) -> Failure,
+    matches: @escaping (Input) -> Result<Bool, Failure>
+  ) -> ClosureStep {
+    ClosureStep.reducing(
+      name, initial: nil, failure: failure,
+      next: { found, value in
+        matches(value).map { match in
+          if match { found = value }
+          return match && pick == .firstMatch
+        }
+      },
+      result: { $0 })
   }
 }
 

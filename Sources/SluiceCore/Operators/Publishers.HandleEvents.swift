@@ -126,10 +126,7 @@ final class HookedSubscription<Downstream: Subscriber>: Subscriber, Subscription
   }
 
   @inlinable func cancel() {
-    let (upstream, downstream) = lifecycle.lifecycle.withLock { $0.cancelled() }
-    if downstream != nil { hooks.cancel?() }
-    upstream?.cancel()
-    withExtendedLifetime(downstream) {}
+    lifecycle.cancel(whenLive: { hooks.cancel?() })
   }
 
   @usableFromInline var description: String { "\(name)" }

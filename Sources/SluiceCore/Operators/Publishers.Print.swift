@@ -42,26 +42,62 @@ extension Publishers {
   }
 }
 
-/// Where `print` writes: a stream (serialized by a lock) or standard output.
+/// Where `print` writes: a stream or standard output.
+///
+/// Lines from several threads are written one at a time, in the order they arrived, and never
+/// under the lock: the thread that finds nobody writing takes the stream out of the lock,
+/// writes every pending line, and puts it back (the drain pattern; a stream whose `write` prints
+/// through the same pipeline just queues its line).
 @usableFromInline
 final class PrintLog: @unchecked Sendable {
-  // Safety: the stream is only touched inside `stream`'s lock.
+  // Safety: `state` is lock-protected; the stream is written only by the one thread that took
+  // it out of the lock (`writing`), and is put back before another can take it.
+  @usableFromInline struct State {
+    @usableFromInline var stream: (any TextOutputStream)?
+    @usableFromInline var pending: [String] = []
+    @usableFromInline var writing = false
+
+    @inlinable init(stream: (any TextOutputStream)?) { self.stream = stream }
+  }
+
   @usableFromInline let prefix: String
-  @usableFromInline let stream: Lock<(any TextOutputStream)?>
+  @usableFromInline let hasStream: Bool
+  @usableFromInline let state: Lock<State>
 
   @inlinable init(prefix: String, stream: (any TextOutputStream)?) {
     self.prefix = prefix.isEmpty ? "" : "\(prefix): "
-    self.stream = Lock(stream)
+    hasStream = stream != nil
+    state = Lock(State(stream: stream))
   }
 
   @usableFromInline func write(_ line: String) {
     let text = prefix + line
-    let written = stream.withLock { stream -> Bool in
-      guard stream != nil else { return false }
-      stream!.write(text + "\n")
-      return true
+    guard hasStream else {
+      Swift.print(text)
+      return
     }
-    if !written { Swift.print(text) }
+    // Queue the line; become the writer if nobody is (taking the stream out of the lock).
+    let taken = state.withLock { state -> (any TextOutputStream)?? in
+      state.pending.append(text)
+      guard !state.writing else { return .none }
+      state.writing = true
+      defer { state.stream = nil }
+      return .some(state.stream)
+    }
+    guard case .some(var stream) = taken else { return }
+    while true {
+      // Take what is pending; with nothing left, put the stream back and stop writing.
+      let lines = state.withLock { state in
+        defer { state.pending = [] }
+        if state.pending.isEmpty {
+          state.stream = stream
+          state.writing = false
+        }
+        return state.pending
+      }
+      if lines.isEmpty { return }
+      for each in lines { stream?.write(each + "\n") }
+    }
   }
 
   @usableFromInline static func describe(_ demand: Subscribers.Demand) -> String {

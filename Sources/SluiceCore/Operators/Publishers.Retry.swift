@@ -35,8 +35,8 @@ final class RetrySubscription<Upstream: Publisher, Downstream: Subscriber>: Subs
   Subscription, CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
 where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failure {
-  // Safety: mutable state is in `state`'s lock (`retriesLeft` too); calls out happen after
-  // unlocking.
+  // Safety: mutable state is in `state`'s lock (`retriesLeft` too), and `held` is touched only
+  // inside `state.withLock`; the downstream and upstreams are called after unlocking.
   @usableFromInline typealias Input = Upstream.Output
   @usableFromInline typealias Failure = Upstream.Failure
 
@@ -73,7 +73,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
       return .none
     }
     let more = downstream.receive(input)
-    state.withLock { $0.relay.delivered(more: more) }
+    if more > 0 { state.withLock { $0.relay.delivered(more: more) } }
     return more
   }
 

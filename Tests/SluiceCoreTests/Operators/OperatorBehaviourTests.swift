@@ -218,6 +218,24 @@ struct OperatorBehaviourTests {
         """)
   }
 
+  @Test("print from many threads to one stream loses and interleaves no line")
+  func printConcurrently() throws {
+    final class Lines: TextOutputStream, @unchecked Sendable {
+      // Safety: `print` writes to its stream from one thread at a time.
+      var lines: [String] = []
+      func write(_ string: String) { lines.append(string) }
+    }
+    let stream = Lines()
+    let source = TestPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
+    source.print("p", to: stream).subscribe(recorder)
+    let subscription = Shared(try #require(recorder.subscription))
+    concurrently(400) { _ in subscription.value.request(.max(1)) }  // hooks on many threads
+    let requests = stream.lines.filter { $0 == "p: request max: (1)\n" }
+    #expect(requests.count == 400)
+    #expect(try #require(source.subscriptions.first).requests.count == 400)
+  }
+
   @Test("encode and decode round-trip through JSON")
   func coding() throws {
     struct Point: Codable, Equatable {

@@ -101,7 +101,7 @@ struct ConduitState<Downstream: Subscriber, Parent> {
       draining = false
       return .idle
     }
-    guard let downstream else { return .idle }  // checked above
+    guard let downstream else { Violation.internalInconsistency("conduit lost its downstream") }
     if queueHead < queue.count {
       let value = queue[queueHead]
       queueHead += 1
