@@ -9,7 +9,7 @@
 /// | `receivedSubscription(s)` | subscribed | cancel `s` | cancel `s` | cancel `s` |
 /// | `requested(n)` | — | record n; request from upstream (per policy) | deliver final, terminal | ignore |
 /// | `finished(final, c)` | — | final and no demand: awaitingDemand; else deliver, terminal | ignore | ignore |
-/// | `cancelled` | terminal | terminal, cancel upstream | terminal, drop final | nothing |
+/// | `cancelled` | terminal | terminal, cancel upstream | terminal, drop final | remember it: no completion after a final value in flight |
 ///
 /// `finished` comes from the upstream completing or from the step ending early (then the
 /// upstream is also cancelled). Every transition returns what to do; the subscription does it
@@ -28,6 +28,9 @@ struct StepControl<Output, Failure: Error> {
   @usableFromInline var requested = Subscribers.Demand.none
   /// `forwardPlusFirst` adds its count to the first request only.
   @usableFromInline var addedFirst = false
+  /// `cancel()` was called (even after the final value was handed over): a completion that
+  /// would follow a final value is then not sent.
+  @usableFromInline var cancelRequested = false
 
   @inlinable init() {}
 
@@ -92,6 +95,7 @@ struct StepControl<Output, Failure: Error> {
   /// Terminal; returns the upstream to cancel (when subscribed) and anything else to release.
   /// Idempotent.
   @inlinable mutating func cancelled() -> (upstream: (any Subscription)?, released: Phase) {
+    cancelRequested = true
     let previous = phase
     phase = .terminal
     if case .subscribed(let upstream) = previous { return (upstream, previous) }
@@ -229,7 +233,11 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
     _ final: Step.Output?, _ completion: Subscribers.Completion<Step.Failure>,
     to downstream: Downstream
   ) {
-    if let final { _ = downstream.receive(final) }
+    if let final {
+      _ = downstream.receive(final)
+      // A cancel() during that delivery ends the subscription here: no completion after it.
+      if control.withLock({ $0.cancelRequested }) { return }
+    }
     downstream.receive(completion: completion)
   }
 
