@@ -94,7 +94,7 @@ public struct RuleCheckedPublisher<Upstream: Publisher>: Publisher {
 
   public func receive<S: Subscriber>(subscriber: S)
   where Upstream.Output == S.Input, Upstream.Failure == S.Failure {
-    upstream.subscribe(RuleCheckingSubscriber(downstream: subscriber, checker: checker))
+    upstream.receive(subscriber: RuleCheckingSubscriber(downstream: subscriber, checker: checker))
   }
 }
 

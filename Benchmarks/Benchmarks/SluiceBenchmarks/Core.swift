@@ -12,6 +12,24 @@ func consume(_ tally: Tally, _ value: Int) {
   tally.count &+= 1
 }
 
+/// Hides `value` from the optimizer, so a closure passed through it is called, not inlined.
+@inline(never)
+func opaque<T>(_ value: T) -> T { value }
+
+func halfUnlessFifth(_ value: Int) -> Int? { value % 5 == 0 ? nil : value / 2 }
+
+struct NegativeValue: Error {}
+
+func doubleUnlessNegative(_ value: Int) throws -> Int {
+  guard value >= 0 else { throw NegativeValue() }
+  return value &* 2
+}
+
+func isNotMultipleOfThree(_ value: Int) throws -> Bool {
+  guard value >= 0 else { throw NegativeValue() }
+  return value % 3 != 0
+}
+
 func coreBenchmarks() {
   let synchronous = "Sequence.publisher → sink (per element)"
   measure(synchronous, "Sluice") {
@@ -47,6 +65,61 @@ func coreBenchmarks() {
     }
     .map { $0 &* 2 }.filter { $0 % 3 != 0 }.scan(0, &+).sink { consume(tally, $0) }
     check(tally.count, elements * 2 / 3, chain)
+  }
+  measure(chain, "hand-written loop, non-inlined closures") {
+    let tally = Tally()
+    let transform: (Int) -> Int = opaque { $0 &* 2 }
+    let isIncluded: (Int) -> Bool = opaque { $0 % 3 != 0 }
+    let combine: (Int, Int) -> Int = opaque(&+)
+    var sum = 0
+    for value in 0..<elements {
+      let doubled = transform(value)
+      guard isIncluded(doubled) else { continue }
+      sum = combine(sum, doubled)
+      consume(tally, sum)
+    }
+    check(tally.count, elements * 2 / 3, chain)
+  }
+
+  // One value at the end: the sum of the distinct runs of `value / 2` for values not divisible by 5.
+  let reducing = "Deferred(0..<n) → compactMap → removeDuplicates → reduce → sink (per element)"
+  let reduced = (0..<elements).compactMap(halfUnlessFifth).reduce(into: [Int]()) {
+    if $0.last != $1 { $0.append($1) }
+  }.reduce(0, &+)
+  measure(reducing, "Sluice") {
+    let tally = Tally()
+    _ = Sluice.Deferred { Sluice.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<elements) }
+      .compactMap(halfUnlessFifth).removeDuplicates().reduce(0, &+)
+      .sink { consume(tally, $0 == reduced ? 1 : 0) }
+    check(tally.count, 1, reducing)
+  }
+  measure(reducing, "OpenCombine") {
+    let tally = Tally()
+    _ = OpenCombine.Deferred {
+      OpenCombine.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<elements)
+    }
+    .compactMap(halfUnlessFifth).removeDuplicates().reduce(0, &+)
+    .sink { consume(tally, $0 == reduced ? 1 : 0) }
+    check(tally.count, 1, reducing)
+  }
+
+  let throwing = "Deferred(0..<n) → tryMap → map → tryFilter → sink, streaming (per element)"
+  let kept = (0..<elements).filter { ($0 * 2 + 1) % 3 != 0 }.count
+  measure(throwing, "Sluice") {
+    let tally = Tally()
+    _ = Sluice.Deferred { Sluice.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<elements) }
+      .tryMap(doubleUnlessNegative).map { $0 &+ 1 }.tryFilter(isNotMultipleOfThree)
+      .sink(receiveCompletion: { _ in }, receiveValue: { consume(tally, $0) })
+    check(tally.count, kept, throwing)
+  }
+  measure(throwing, "OpenCombine") {
+    let tally = Tally()
+    _ = OpenCombine.Deferred {
+      OpenCombine.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<elements)
+    }
+    .tryMap(doubleUnlessNegative).map { $0 &+ 1 }.tryFilter(isNotMultipleOfThree)
+    .sink(receiveCompletion: { _ in }, receiveValue: { consume(tally, $0) })
+    check(tally.count, kept, throwing)
   }
 
   for sinks in [1, 8] {

@@ -34,7 +34,7 @@ public struct AsyncPublisher<Upstream: Publisher>: AsyncSequence {
   @inlinable
   public func makeAsyncIterator() -> Iterator {
     let bridge = ValuesBridge<Element, Failure>(policy: bufferingPolicy)
-    upstream.subscribe(bridge)
+    upstream.receive(subscriber: bridge)
     return Iterator(owner: IteratorOwner(bridge))
   }
 

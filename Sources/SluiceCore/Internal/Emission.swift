@@ -1,3 +1,5 @@
+public import Synchronization
+
 /// A finite, synchronous source of values for ``EmissionSubscription``: what `Just`,
 /// `Optional.Publisher`, `Result.Publisher`, `Publishers.Sequence` and `Record` have in common.
 @usableFromInline
@@ -29,7 +31,7 @@ protocol EmissionSource {
 /// | event | live, idle | live, draining | terminal |
 /// |---|---|---|---|
 /// | `requested(n)` | demand +n, become drainer | demand +n | ignore |
-/// | `nextValue(+n)` (drainer) | — | demand > 0: −1, deliver; else idle | stop, release source |
+/// | `refill(+n)` (drainer) | — | demand > 0: hand all of it over; else idle | stop, release source |
 /// | `deliveredLastValue` (drainer) | — | terminal, deliver completion | stop, no completion |
 /// | `cancelled` | terminal, release downstream (and source) | terminal, release downstream | nothing |
 @usableFromInline
@@ -51,25 +53,27 @@ struct EmissionState<Downstream> {
     return true
   }
 
-  @usableFromInline enum Step {
-    case deliver(Downstream)
+  @usableFromInline enum Refill {
+    /// Deliver up to `budget` values to `downstream` before asking again.
+    case deliver(Downstream, budget: Subscribers.Demand)
     /// Idle (keep the source for the next drainer) or terminal (release it).
     case stop(releaseSource: Bool)
   }
 
-  /// The drainer asks whether to deliver one more value.
-  @inlinable mutating func nextValue(adding more: Subscribers.Demand) -> Step {
+  /// The drainer spent its budget (`more`: demand returned meanwhile) and asks for the demand
+  /// that accumulated, all of it at once.
+  @inlinable mutating func refill(adding more: Subscribers.Demand) -> Refill {
     guard let downstream else {
       draining = false
       return .stop(releaseSource: true)
     }
-    demand += more
-    guard demand > 0 else {
+    let budget = demand + more
+    guard budget > 0 else {
       draining = false
       return .stop(releaseSource: false)
     }
-    demand -= 1
-    return .deliver(downstream)
+    demand = .none
+    return .deliver(downstream, budget: budget)
   }
 
   /// The drainer delivered the last value: become terminal. Returns the downstream to send the
@@ -95,16 +99,21 @@ struct EmissionState<Downstream> {
 /// serial even when `request` is called from several threads or re-entrantly from `receive`
 /// (the thread that is delivering picks up the new demand; no recursion, no recursive lock).
 /// The completion follows the last value at once, without waiting for more demand.
-/// **Cancellation**: `cancel()` is idempotent and thread-safe; nothing starts after it returns;
-/// the subscriber and the source are released.
+/// **Cancellation**: `cancel()` is idempotent and thread-safe; nothing starts after it returns
+/// (the drainer checks before every value); the subscriber and the source are released (a
+/// drainer on another thread lets go of its reference when it sees the cancellation).
+///
+/// The drainer takes all the demand there is at once and spends it without the lock, so a run
+/// of values costs one lock round trip, plus one atomic load per value for cancellation.
 @usableFromInline
 final class EmissionSubscription<Source: EmissionSource, Downstream: Subscriber>: Subscription,
   CustomStringConvertible, CustomPlaygroundDisplayConvertible, @unchecked Sendable
 where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
   // Safety: `state` is lock-protected. `source` and `lookahead` are touched only by the thread
   // that `EmissionState` made the drainer (or by `init`, before publication, and by `cancel`
-  // when no drainer exists), so they are never accessed concurrently.
+  // when no drainer exists), so they are never accessed concurrently. `isCancelled` is atomic.
   @usableFromInline let state: Lock<EmissionState<Downstream>>
+  @usableFromInline let isCancelled = Atomic<Bool>(false)
   @usableFromInline var source: Source?
   @usableFromInline var lookahead: Source.Output?
   @usableFromInline let describedSource: Source
@@ -133,6 +142,7 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
 
   @inlinable func cancel() {
     let (downstream, releaseSource) = state.withLock { $0.cancelled() }
+    isCancelled.store(true, ordering: .releasing)
     if releaseSource {
       source = nil
       lookahead = nil
@@ -143,31 +153,57 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
   @inlinable func drain() {
     var more = Subscribers.Demand.none
     while true {
-      switch state.withLock({ $0.nextValue(adding: more) }) {
+      switch state.withLock({ $0.refill(adding: more) }) {
       case .stop(let releaseSource):
-        if releaseSource {
-          source = nil
-          lookahead = nil
-        }
+        if releaseSource { releaseSourceAfterCancel() }
         return
-      case .deliver(let downstream):
-        guard let value = lookahead else {
-          Violation.internalInconsistency("emission drained past its last value")
-        }
-        lookahead = source?.next()
-        if lookahead != nil {
-          more = downstream.receive(value)
-          continue
-        }
-        let completion = source?.completion ?? .finished
-        source = nil
-        // Demand for more is irrelevant now; a `cancel()` during this delivery suppresses the
-        // completion, so at most the value already decided on follows a concurrent cancel.
-        _ = downstream.receive(value)
-        state.withLock { $0.deliveredLastValue() }?.receive(completion: completion)
-        return
+      case .deliver(let downstream, let budget):
+        guard let returned = deliverRun(to: downstream, budget: budget) else { return }
+        more = returned
       }
     }
+  }
+
+  /// Delivers up to `budget` values without the lock. Returns the demand the downstream
+  /// returned meanwhile, or `nil` when the drain is over (last value delivered, or cancelled).
+  @inlinable func deliverRun(
+    to downstream: borrowing Downstream, budget: Subscribers.Demand
+  ) -> Subscribers.Demand? {
+    var budget = budget
+    var more = Subscribers.Demand.none
+    while budget > 0 {
+      if isCancelled.load(ordering: .acquiring) {
+        // `cancel()` saw a drainer and left the source to it.
+        state.withLock { $0.draining = false }
+        releaseSourceAfterCancel()
+        return nil
+      }
+      guard let value = lookahead else {
+        Violation.internalInconsistency("emission drained past its last value")
+      }
+      lookahead = source?.next()
+      guard lookahead != nil else {
+        deliverLast(value, to: downstream)
+        return nil
+      }
+      budget -= 1
+      more += downstream.receive(value)
+    }
+    return more
+  }
+
+  @inlinable func releaseSourceAfterCancel() {
+    source = nil
+    lookahead = nil
+  }
+
+  @inlinable func deliverLast(_ value: Source.Output, to downstream: borrowing Downstream) {
+    let completion = source?.completion ?? .finished
+    source = nil
+    // Demand for more is irrelevant now; a `cancel()` during this delivery suppresses the
+    // completion, so at most the value already decided on follows a concurrent cancel.
+    _ = downstream.receive(value)
+    state.withLock { $0.deliveredLastValue() }?.receive(completion: completion)
   }
 
   @usableFromInline var description: String {

@@ -116,33 +116,52 @@ struct StepControl<Output, Failure: Error> {
 /// early (`first()`, a `try` closure throwing) the upstream is cancelled before the downstream
 /// hears of it.
 ///
-/// The step and the delivery counters belong to the upstream's signals, which are serial, so
-/// they need no lock; the lock guards the control state and the downstream reference.
+/// Values pass without a lock: a ``DeliveryGate`` admits them while the subscription is live and
+/// decides who releases the downstream once it is not. The lock guards the control state (demand,
+/// the upstream subscription, a final value waiting for demand) and is taken only for
+/// subscription, requests, completion and cancellation. The step and the delivery counters
+/// belong to the upstream's signals, which are serial, so they need no lock either.
 @usableFromInline
 final class StepSubscription<Step: OperatorStep, Downstream: Subscriber>: Subscriber,
   Subscription, CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
 where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
-  // Safety: `control` is lock-protected, and so is `held` (touched only inside
-  // `control.withLock`). `step`, `emitted` and `returned` are touched only by upstream signals,
-  // which the publisher contract makes serial. `policy`, `name` and `countsDeliveries` are
-  // immutable.
+  // Safety: `control` is lock-protected. `held` is written only by whoever the gate lets release
+  // it (after the gate closed and no delivery is in flight) and read only by a delivery inside
+  // the gate, or under the lock while the control state is live (the gate closes only under the
+  // lock, so it is open then). `finalRecipient` is touched only under the lock. `step`, `emitted`
+  // and `returned` are touched only by upstream signals, which the publisher contract makes
+  // serial. `policy`, `name` and `countsDeliveries` are immutable.
   @usableFromInline typealias Input = Step.Input
   @usableFromInline typealias Failure = Step.UpstreamFailure
+  @usableFromInline typealias Control = StepControl<Step.Output, Step.Failure>
 
-  /// The downstream until the subscription is done with it (guarded by `control`'s lock).
+  /// The downstream for values, until the gate says to release it.
   @usableFromInline @exclusivity(unchecked) var held: Downstream?
+  /// The downstream kept for a final value waiting for demand (guarded by `control`'s lock).
+  @usableFromInline @exclusivity(unchecked) var finalRecipient: Downstream?
+  @usableFromInline let gate = DeliveryGate()
   @usableFromInline let policy: UpstreamDemand
   @usableFromInline let name: StaticString
   @usableFromInline let countsDeliveries: Bool
   @usableFromInline @exclusivity(unchecked) var step: Step
   @usableFromInline @exclusivity(unchecked) var emitted = 0
   @usableFromInline @exclusivity(unchecked) var returned = Subscribers.Demand.none
-  @usableFromInline let control = Lock(StepControl<Step.Output, Step.Failure>())
+  @usableFromInline let control = Lock(Control())
   /// `request(_:)` and `cancel()` as compiled where this subscription was made (specialized);
   /// subscribers call them through `any Subscription`, whose generic witnesses forward here.
   @usableFromInline let specializedRequest: (StepSubscription, Subscribers.Demand) -> Void
   @usableFromInline let specializedCancel: (StepSubscription) -> Void
+
+  /// Makes the subscription an operator hands to its upstream's `receive(subscriber:)`.
+  ///
+  /// Operators call `upstream.receive(subscriber:)`, never a shared generic helper such as
+  /// `subscribe(_:)`: a generic function that reappears down a chain of operators with a larger
+  /// subscriber type looks like an infinite specialization loop to the optimizer, which then
+  /// leaves the whole chain unspecialized (about 20× slower per value).
+  @inlinable convenience init(_ downstream: Downstream, through step: Step) {
+    self.init(step: step, downstream: downstream)
+  }
 
   @inlinable init(step: Step, downstream: Downstream) {
     self.step = step
@@ -158,7 +177,9 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
 
   @inlinable func receive(subscription: any Subscription) {
     let downstream = control.withLock { control -> Downstream? in
-      control.receivedSubscription(subscription) ? held : nil
+      guard control.receivedSubscription(subscription) else { return nil }
+      gate.open()
+      return held
     }
     guard let downstream else {
       subscription.cancel()
@@ -168,16 +189,18 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
     if policy == .unlimited { subscription.request(.unlimited) }
   }
 
-  /// The downstream, while values may be delivered.
-  @inlinable var liveDownstream: Downstream? {
-    control.withLock { control in control.isSubscribed ? held : nil }
-  }
-
   @inlinable func receive(_ input: Input) -> Subscribers.Demand {
-    guard let downstream = liveDownstream else { return .none }
+    switch gate.enter() {
+    case .entered: break
+    case .closed: return .none
+    case .closedReleasing:
+      held = nil
+      return .none
+    }
+    defer { if gate.exit() { held = nil } }
     switch step.receive(input) {
     case .emit(let value):
-      let more = downstream.receive(value)
+      let more = held.unsafelyUnwrapped.receive(value)
       if countsDeliveries {
         emitted += 1
         returned += more
@@ -186,7 +209,7 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
     case .drop(let more):
       return more
     case .emitAndFinish(let value):
-      _ = downstream.receive(value)
+      _ = held.unsafelyUnwrapped.receive(value)
       finish(final: nil, .finished, cancellingUpstream: true)
     case .finish(let final):
       finish(final: final, .finished, cancellingUpstream: true)
@@ -208,25 +231,25 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
     final: Step.Output?, _ completion: Subscribers.Completion<Step.Failure>,
     cancellingUpstream: Bool
   ) {
-    let (upstream, action, downstream) = control.withLock { control in
+    let (upstream, action, recipient, release) = control.withLock {
+      control -> ((any Subscription)?, Control.FinishAction, Downstream?, Bool) in
       let (upstream, action) = control.finished(
         final: final, completion, emitted: emitted, returned: returned)
-      return (upstream, action, takeDownstream(for: action))
+      guard upstream != nil else { return (nil, action, nil, false) }
+      // Live until now, so the gate is open and `held` is here: keep what the end needs.
+      switch action {
+      case .deliver: return (upstream, action, held, gate.close())
+      case .none:
+        finalRecipient = held
+        return (upstream, action, nil, gate.close())
+      }
     }
+    if release { held = nil }
     if cancellingUpstream { upstream?.cancel() }
     withExtendedLifetime(upstream) {}
-    if case .deliver(let final, let completion) = action, let downstream {
-      deliver(final, completion, to: downstream)
+    if case .deliver(let final, let completion) = action, let recipient {
+      deliver(final, completion, to: recipient)
     }
-  }
-
-  /// Inside the lock: hands the downstream over for a final delivery (forgetting it).
-  @inlinable func takeDownstream(
-    for action: StepControl<Step.Output, Step.Failure>.FinishAction
-  ) -> Downstream? {
-    guard case .deliver = action else { return nil }
-    defer { held = nil }
-    return held
   }
 
   @inlinable func deliver(
@@ -247,16 +270,16 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
 
   @inlinable func requestSpecialized(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
-    let (action, downstream) = control.withLock { control in
+    let (action, recipient) = control.withLock { control in
       let action = control.requested(demand, policy: policy)
       guard case .deliver = action else { return (action, Downstream?.none) }
-      defer { held = nil }
-      return (action, held)
+      defer { finalRecipient = nil }
+      return (action, finalRecipient)
     }
     switch action {
     case .request(let upstream, let demand): upstream.request(demand)
     case .deliver(let final, let completion):
-      if let downstream { deliver(final, completion, to: downstream) }
+      if let recipient { deliver(final, completion, to: recipient) }
     case .none: break
     }
   }
@@ -264,32 +287,30 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
   @inlinable func cancel() { specializedCancel(self) }
 
   @inlinable func cancelSpecialized() {
-    let (upstream, released, downstream) = control.withLock { control in
+    let (upstream, released, recipient, release) = control.withLock { control in
       let (upstream, released) = control.cancelled()
-      defer { held = nil }
-      return (upstream, released, held)
+      defer { finalRecipient = nil }
+      return (upstream, released, finalRecipient, gate.close())
     }
+    if release { held = nil }
     upstream?.cancel()
-    withExtendedLifetime((released, downstream)) {}
+    withExtendedLifetime((released, recipient)) {}
   }
 
   @usableFromInline var description: String { "\(name)" }
   @usableFromInline var customMirror: Mirror {
-    Mirror(self, children: ["downstream": control.withLock { _ in held } as Any])
+    let downstream: Downstream?
+    switch gate.enter() {
+    case .entered:
+      downstream = held
+      if gate.exit() { held = nil }
+    case .closed:
+      downstream = nil
+    case .closedReleasing:
+      downstream = nil
+      held = nil
+    }
+    return Mirror(self, children: ["downstream": downstream as Any])
   }
   @usableFromInline var playgroundDescription: Any { description }
-}
-
-extension Publisher {
-  /// Subscribes `downstream` to this publisher through `step`.
-  @inlinable
-  func subscribe<Step: OperatorStep, Downstream: Subscriber>(
-    _ downstream: Downstream, through step: Step
-  )
-  where
-    Step.Input == Output, Step.UpstreamFailure == Failure, Downstream.Input == Step.Output,
-    Downstream.Failure == Step.Failure
-  {
-    subscribe(StepSubscription(step: step, downstream: downstream))
-  }
 }

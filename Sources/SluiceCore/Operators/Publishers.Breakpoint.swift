@@ -38,8 +38,8 @@ extension Publishers {
     where Output == S.Input, Failure == S.Failure {
       let (onSubscription, onOutput, onCompletion) =
         (receiveSubscription, receiveOutput, receiveCompletion)
-      upstream.subscribe(
-        HookedSubscription(
+      upstream.receive(
+        subscriber: HookedSubscription(
           "Breakpoint", downstream: subscriber,
           hooks: EventHooks(
             subscription: { if onSubscription?($0) == true { debuggerTrap() } },
@@ -103,8 +103,8 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let (prefix, file, line) = (self.prefix, self.file, self.line)
-      upstream.subscribe(
-        Forwarding(
+      upstream.receive(
+        subscriber: Forwarding(
           "AssertNoFailure", downstream: subscriber, value: { $0 },
           failure: { error in
             Violation.unexpectedFailure(error, prefix: prefix, file: file, line: line)

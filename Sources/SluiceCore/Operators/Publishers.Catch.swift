@@ -22,8 +22,8 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let handler = self.handler
-      upstream.subscribe(
-        CatchSubscription<Upstream, NewPublisher, S>(
+      upstream.receive(
+        subscriber: CatchSubscription<Upstream, NewPublisher, S>(
           "Catch", downstream: subscriber, handler: { .success(handler($0)) }))
     }
   }
@@ -51,8 +51,8 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let handler = self.handler
-      upstream.subscribe(
-        CatchSubscription<Upstream, Publishers.MapError<NewPublisher, any Error>, S>(
+      upstream.receive(
+        subscriber: CatchSubscription<Upstream, Publishers.MapError<NewPublisher, any Error>, S>(
           "TryCatch", downstream: subscriber,
           handler: { error in attempt { try handler(error).mapError(anyError) } }))
     }
@@ -115,7 +115,7 @@ where
       guard case .resubscribe = state.withLock({ $0.completed(moveOn: true) }) else { return }
       switch handler(error) {
       case .success(let publisher):
-        publisher.subscribe(CatchTail(parent: self))
+        publisher.receive(subscriber: CatchTail(parent: self))
       case .failure(let error):
         if state.withLock({ $0.ended() }) {
           takeDownstream()?.receive(completion: .failure(error))

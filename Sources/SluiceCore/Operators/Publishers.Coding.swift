@@ -43,11 +43,12 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let encoder = self.encoder
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.filtering("Encode", failure: anyError) { value in
-          attempt { try encoder.encode(value) }
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.filtering("Encode", failure: anyError) { value in
+            attempt { try encoder.encode(value) }
+          }))
     }
   }
 
@@ -73,11 +74,12 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let decoder = self.decoder
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.filtering("Decode", failure: anyError) { value in
-          attempt { try decoder.decode(Output.self, from: value) }
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.filtering("Decode", failure: anyError) { value in
+            attempt { try decoder.decode(Output.self, from: value) }
+          }))
     }
   }
 }

@@ -17,15 +17,16 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.reducing(
-          "Collect", initial: [Upstream.Output](), failure: same,
-          next: { (values: inout [Upstream.Output], value: Upstream.Output) in
-            values.append(value)
-            return .success(false)
-          },
-          result: { $0 }))
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.reducing(
+            "Collect", initial: [Upstream.Output](), failure: same,
+            next: { (values: inout [Upstream.Output], value: Upstream.Output) in
+              values.append(value)
+              return .success(false)
+            },
+            result: { $0 })))
     }
   }
 
@@ -54,23 +55,24 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let count = self.count
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep(
-          "CollectByCount", demand: .scaled(by: count), countsDeliveries: true,
-          state: [Upstream.Output](),
-          onValue: { (batch: inout [Upstream.Output], value: Upstream.Output) in
-            batch.append(value)
-            guard batch.count == count else { return .drop(requesting: .none) }
-            defer { batch = [] }
-            return .emit(batch)
-          },
-          onCompletion: { batch, completion in
-            if case .finished = completion, !batch.isEmpty {
-              return .complete(final: batch, .finished)
-            }
-            return .complete(final: nil, completion)
-          }))
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep(
+            "CollectByCount", demand: .scaled(by: count), countsDeliveries: true,
+            state: [Upstream.Output](),
+            onValue: { (batch: inout [Upstream.Output], value: Upstream.Output) in
+              batch.append(value)
+              guard batch.count == count else { return .drop(requesting: .none) }
+              defer { batch = [] }
+              return .emit(batch)
+            },
+            onCompletion: { batch, completion in
+              if case .finished = completion, !batch.isEmpty {
+                return .complete(final: batch, .finished)
+              }
+              return .complete(final: nil, completion)
+            })))
     }
   }
 
@@ -90,12 +92,13 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.reducing(
-          "IgnoreOutput", initial: (), failure: same,
-          next: { (_: inout Void, _: Upstream.Output) in .success(false) },
-          result: { _ -> Never? in nil }))
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.reducing(
+            "IgnoreOutput", initial: (), failure: same,
+            next: { (_: inout Void, _: Upstream.Output) in .success(false) },
+            result: { _ -> Never? in nil })))
     }
   }
 }

@@ -24,18 +24,19 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.reducing(
-          "Comparison", initial: Output?.none, failure: same,
-          next: { [areInIncreasingOrder] (best: inout Output?, value: Output) in
-            if let current = best, !areInIncreasingOrder(current, value) {
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.reducing(
+            "Comparison", initial: Output?.none, failure: same,
+            next: { [areInIncreasingOrder] (best: inout Output?, value: Output) in
+              if let current = best, !areInIncreasingOrder(current, value) {
+                return .success(false)
+              }
+              best = value
               return .success(false)
-            }
-            best = value
-            return .success(false)
-          },
-          result: { $0 }))
+            },
+            result: { $0 })))
     }
   }
 
@@ -62,21 +63,22 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.reducing(
-          "TryComparison", initial: Output?.none, failure: anyError,
-          next: { [areInIncreasingOrder] (best: inout Output?, value: Output) in
-            guard let current = best else {
-              best = value
-              return .success(false)
-            }
-            return attempt { try areInIncreasingOrder(current, value) }.map { replace in
-              if replace { best = value }
-              return false
-            }
-          },
-          result: { $0 }))
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.reducing(
+            "TryComparison", initial: Output?.none, failure: anyError,
+            next: { [areInIncreasingOrder] (best: inout Output?, value: Output) in
+              guard let current = best else {
+                best = value
+                return .success(false)
+              }
+              return attempt { try areInIncreasingOrder(current, value) }.map { replace in
+                if replace { best = value }
+                return false
+              }
+            },
+            result: { $0 })))
     }
   }
 }

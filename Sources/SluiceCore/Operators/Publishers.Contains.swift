@@ -21,11 +21,12 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let output = self.output
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.searching("Contains", failure: same) {
-          .success($0 == output)
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.searching("Contains", failure: same) {
+            .success($0 == output)
+          }))
     }
   }
 
@@ -49,11 +50,12 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.searching("ContainsWhere", failure: same) { [predicate] in
-          .success(predicate($0))
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.searching("ContainsWhere", failure: same) { [predicate] in
+            .success(predicate($0))
+          }))
     }
   }
 
@@ -77,11 +79,12 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.searching("TryContainsWhere", failure: anyError) {
-          [predicate] value in attempt { try predicate(value) }
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.searching("TryContainsWhere", failure: anyError) {
+            [predicate] value in attempt { try predicate(value) }
+          }))
     }
   }
 
@@ -106,11 +109,12 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.searching("AllSatisfy", answerWhenFound: false, failure: same) {
-          [predicate] in .success(!predicate($0))
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.searching("AllSatisfy", answerWhenFound: false, failure: same) {
+            [predicate] in .success(!predicate($0))
+          }))
     }
   }
 
@@ -134,11 +138,13 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.searching("TryAllSatisfy", answerWhenFound: false, failure: anyError) {
-          [predicate] value in attempt { try !predicate(value) }
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.searching("TryAllSatisfy", answerWhenFound: false, failure: anyError)
+          {
+            [predicate] value in attempt { try !predicate(value) }
+          }))
     }
   }
 }

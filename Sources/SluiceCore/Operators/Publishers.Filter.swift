@@ -19,11 +19,12 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.filtering("Filter", failure: same) { [isIncluded] in
-          isIncluded($0) ? .success($0) : nil
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.filtering("Filter", failure: same) { [isIncluded] in
+            isIncluded($0) ? .success($0) : nil
+          }))
     }
   }
 
@@ -48,11 +49,12 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.filtering("TryFilter", failure: anyError) { [isIncluded] value in
-          attempt { try isIncluded(value) }.flatMapToOptional { $0 ? value : nil }
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.filtering("TryFilter", failure: anyError) { [isIncluded] value in
+            attempt { try isIncluded(value) }.flatMapToOptional { $0 ? value : nil }
+          }))
     }
   }
 
@@ -75,11 +77,12 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.filtering("CompactMap", failure: same) { [transform] in
-          transform($0).map { .success($0) }
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.filtering("CompactMap", failure: same) { [transform] in
+            transform($0).map { .success($0) }
+          }))
     }
   }
 
@@ -103,11 +106,12 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.filtering("TryCompactMap", failure: anyError) { [transform] value in
-          attempt { try transform(value) }.flatMapToOptional { $0 }
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.filtering("TryCompactMap", failure: anyError) { [transform] value in
+            attempt { try transform(value) }.flatMapToOptional { $0 }
+          }))
     }
   }
 }

@@ -16,9 +16,11 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.picking("First", .firstMatch, failure: same) { _ in .success(true) })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.picking("First", .firstMatch, failure: same) { _ in .success(true) })
+      )
     }
   }
 
@@ -44,11 +46,12 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.picking("TryFirst", .firstMatch, failure: same) { [predicate] in
-          .success(predicate($0))
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.picking("TryFirst", .firstMatch, failure: same) { [predicate] in
+            .success(predicate($0))
+          }))
     }
   }
 
@@ -73,11 +76,12 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.picking("TryFirstWhere", .firstMatch, failure: anyError) {
-          [predicate] value in attempt { try predicate(value) }
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.picking("TryFirstWhere", .firstMatch, failure: anyError) {
+            [predicate] value in attempt { try predicate(value) }
+          }))
     }
   }
 
@@ -97,9 +101,10 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.picking("Last", .lastMatch, failure: same) { _ in .success(true) })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.picking("Last", .lastMatch, failure: same) { _ in .success(true) }))
     }
   }
 
@@ -125,11 +130,12 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.picking("LastWhere", .lastMatch, failure: same) { [predicate] in
-          .success(predicate($0))
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.picking("LastWhere", .lastMatch, failure: same) { [predicate] in
+            .success(predicate($0))
+          }))
     }
   }
 
@@ -154,11 +160,12 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.picking("TryLastWhere", .lastMatch, failure: anyError) {
-          [predicate] value in attempt { try predicate(value) }
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.picking("TryLastWhere", .lastMatch, failure: anyError) {
+            [predicate] value in attempt { try predicate(value) }
+          }))
     }
   }
 }

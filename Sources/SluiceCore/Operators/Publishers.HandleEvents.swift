@@ -34,8 +34,8 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        HookedSubscription(
+      upstream.receive(
+        subscriber: HookedSubscription(
           "HandleEvents", downstream: subscriber,
           hooks: EventHooks(
             subscription: receiveSubscription, value: receiveOutput,

@@ -20,7 +20,7 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(Forwarding("Map", downstream: subscriber, value: transform))
+      upstream.receive(subscriber: Forwarding("Map", downstream: subscriber, value: transform))
     }
   }
 
@@ -44,11 +44,12 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.filtering("TryMap", failure: anyError) { [transform] value in
-          attempt { try transform(value) }
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.filtering("TryMap", failure: anyError) { [transform] value in
+            attempt { try transform(value) }
+          }))
     }
   }
 }

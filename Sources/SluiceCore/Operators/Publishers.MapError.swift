@@ -23,8 +23,9 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        Forwarding("MapError", downstream: subscriber, value: { $0 }, failure: transform))
+      upstream.receive(
+        subscriber: Forwarding(
+          "MapError", downstream: subscriber, value: { $0 }, failure: transform))
     }
   }
 
@@ -45,8 +46,9 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        Forwarding("SetFailureType", downstream: subscriber, value: { $0 }, failure: absurd))
+      upstream.receive(
+        subscriber: Forwarding(
+          "SetFailureType", downstream: subscriber, value: { $0 }, failure: absurd))
     }
 
     /// Another failure type for the same upstream.

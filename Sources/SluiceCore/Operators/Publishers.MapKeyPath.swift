@@ -19,8 +19,8 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let keyPath = self.keyPath
-      upstream.subscribe(
-        Forwarding("ValueForKey", downstream: subscriber) { $0[keyPath: keyPath] })
+      upstream.receive(
+        subscriber: Forwarding("ValueForKey", downstream: subscriber) { $0[keyPath: keyPath] })
     }
   }
 
@@ -50,8 +50,8 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let (keyPath0, keyPath1) = (self.keyPath0, self.keyPath1)
-      upstream.subscribe(
-        Forwarding("ValueForKeys", downstream: subscriber) {
+      upstream.receive(
+        subscriber: Forwarding("ValueForKeys", downstream: subscriber) {
           ($0[keyPath: keyPath0], $0[keyPath: keyPath1])
         })
     }
@@ -85,8 +85,8 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let (keyPath0, keyPath1, keyPath2) = (self.keyPath0, self.keyPath1, self.keyPath2)
-      upstream.subscribe(
-        Forwarding("ValueForKeys", downstream: subscriber) {
+      upstream.receive(
+        subscriber: Forwarding("ValueForKeys", downstream: subscriber) {
           ($0[keyPath: keyPath0], $0[keyPath: keyPath1], $0[keyPath: keyPath2])
         })
     }

@@ -25,15 +25,16 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let range = self.range
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.passing("Output", state: 0, failure: same) {
-          (index: inout Int, value: Output) in
-          defer { index += 1 }
-          if index < range.lowerBound { return .drop(requesting: .max(1)) }
-          if index + 1 < range.upperBound { return .emit(value) }
-          return index + 1 == range.upperBound ? .emitAndFinish(value) : .finish(final: nil)
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.passing("Output", state: 0, failure: same) {
+            (index: inout Int, value: Output) in
+            defer { index += 1 }
+            if index < range.lowerBound { return .drop(requesting: .max(1)) }
+            if index + 1 < range.upperBound { return .emit(value) }
+            return index + 1 == range.upperBound ? .emitAndFinish(value) : .finish(final: nil)
+          }))
     }
   }
 }
@@ -100,15 +101,16 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.passing(
-          "Drop", demand: .forwardPlusFirst(count), state: count, failure: same
-        ) { (remaining: inout Int, value: Output) in
-          guard remaining > 0 else { return .emit(value) }
-          remaining -= 1
-          return .drop(requesting: .none)
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.passing(
+            "Drop", demand: .forwardPlusFirst(count), state: count, failure: same
+          ) { (remaining: inout Int, value: Output) in
+            guard remaining > 0 else { return .emit(value) }
+            remaining -= 1
+            return .drop(requesting: .none)
+          }))
     }
   }
 }

@@ -21,12 +21,13 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.passing("PrefixWhile", state: (), failure: same) {
-          [predicate] (_: inout Void, value: Output) in
-          predicate(value) ? .emit(value) : .finish(final: nil)
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.passing("PrefixWhile", state: (), failure: same) {
+            [predicate] (_: inout Void, value: Output) in
+            predicate(value) ? .emit(value) : .finish(final: nil)
+          }))
     }
   }
 
@@ -51,16 +52,17 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.passing("TryPrefixWhile", state: (), failure: anyError) {
-          [predicate] (_: inout Void, value: Output) in
-          switch attempt({ try predicate(value) }) {
-          case .success(true): .emit(value)
-          case .success(false): .finish(final: nil)
-          case .failure(let error): .fail(error)
-          }
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.passing("TryPrefixWhile", state: (), failure: anyError) {
+            [predicate] (_: inout Void, value: Output) in
+            switch attempt({ try predicate(value) }) {
+            case .success(true): .emit(value)
+            case .success(false): .finish(final: nil)
+            case .failure(let error): .fail(error)
+            }
+          }))
     }
   }
 
@@ -85,14 +87,15 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.passing("DropWhile", state: true, failure: same) {
-          [predicate] (dropping: inout Bool, value: Output) in
-          if dropping, predicate(value) { return .drop(requesting: .max(1)) }
-          dropping = false
-          return .emit(value)
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.passing("DropWhile", state: true, failure: same) {
+            [predicate] (dropping: inout Bool, value: Output) in
+            if dropping, predicate(value) { return .drop(requesting: .max(1)) }
+            dropping = false
+            return .emit(value)
+          }))
     }
   }
 
@@ -117,19 +120,20 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.passing("TryDropWhile", state: true, failure: anyError) {
-          [predicate] (dropping: inout Bool, value: Output) in
-          if dropping {
-            switch attempt({ try predicate(value) }) {
-            case .success(true): return .drop(requesting: .max(1))
-            case .success(false): dropping = false
-            case .failure(let error): return .fail(error)
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.passing("TryDropWhile", state: true, failure: anyError) {
+            [predicate] (dropping: inout Bool, value: Output) in
+            if dropping {
+              switch attempt({ try predicate(value) }) {
+              case .success(true): return .drop(requesting: .max(1))
+              case .success(false): dropping = false
+              case .failure(let error): return .fail(error)
+              }
             }
-          }
-          return .emit(value)
-        })
+            return .emit(value)
+          }))
     }
   }
 }

@@ -23,8 +23,8 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let log = PrintLog(prefix: prefix, stream: stream)
-      upstream.subscribe(
-        HookedSubscription(
+      upstream.receive(
+        subscriber: HookedSubscription(
           "Print", downstream: subscriber,
           hooks: EventHooks(
             subscription: { log.write("receive subscription: (\($0))") },

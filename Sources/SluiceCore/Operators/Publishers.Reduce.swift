@@ -25,15 +25,16 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.reducing(
-          "Reduce", initial: initial, failure: same,
-          next: { [nextPartialResult] (result: inout Output, value: Upstream.Output) in
-            result = nextPartialResult(result, value)
-            return .success(false)
-          },
-          result: { $0 }))
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.reducing(
+            "Reduce", initial: initial, failure: same,
+            next: { [nextPartialResult] (result: inout Output, value: Upstream.Output) in
+              result = nextPartialResult(result, value)
+              return .success(false)
+            },
+            result: { $0 })))
     }
   }
 
@@ -62,17 +63,18 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.reducing(
-          "TryReduce", initial: initial, failure: anyError,
-          next: { [nextPartialResult] (result: inout Output, value: Upstream.Output) in
-            attempt { try nextPartialResult(result, value) }.map { next in
-              result = next
-              return false
-            }
-          },
-          result: { $0 }))
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.reducing(
+            "TryReduce", initial: initial, failure: anyError,
+            next: { [nextPartialResult] (result: inout Output, value: Upstream.Output) in
+              attempt { try nextPartialResult(result, value) }.map { next in
+                result = next
+                return false
+              }
+            },
+            result: { $0 })))
     }
   }
 
@@ -93,15 +95,16 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.reducing(
-          "Count", initial: 0, failure: same,
-          next: { (count: inout Int, _: Upstream.Output) in
-            count += 1
-            return .success(false)
-          },
-          result: { $0 }))
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.reducing(
+            "Count", initial: 0, failure: same,
+            next: { (count: inout Int, _: Upstream.Output) in
+              count += 1
+              return .success(false)
+            },
+            result: { $0 })))
     }
   }
 }

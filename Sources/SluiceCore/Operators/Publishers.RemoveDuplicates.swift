@@ -20,15 +20,16 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.passing(
-          "RemoveDuplicates", state: Output?.none, failure: same
-        ) { [predicate] (previous: inout Output?, value: Output) in
-          if let last = previous, predicate(last, value) { return .drop(requesting: .max(1)) }
-          previous = value
-          return .emit(value)
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.passing(
+            "RemoveDuplicates", state: Output?.none, failure: same
+          ) { [predicate] (previous: inout Output?, value: Output) in
+            if let last = previous, predicate(last, value) { return .drop(requesting: .max(1)) }
+            previous = value
+            return .emit(value)
+          }))
     }
   }
 
@@ -53,21 +54,22 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.passing(
-          "TryRemoveDuplicates", state: Output?.none, failure: anyError
-        ) { [predicate] (previous: inout Output?, value: Output) in
-          if let last = previous {
-            switch attempt({ try predicate(last, value) }) {
-            case .success(true): return .drop(requesting: .max(1))
-            case .success(false): break
-            case .failure(let error): return .fail(error)
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.passing(
+            "TryRemoveDuplicates", state: Output?.none, failure: anyError
+          ) { [predicate] (previous: inout Output?, value: Output) in
+            if let last = previous {
+              switch attempt({ try predicate(last, value) }) {
+              case .success(true): return .drop(requesting: .max(1))
+              case .success(false): break
+              case .failure(let error): return .fail(error)
+              }
             }
-          }
-          previous = value
-          return .emit(value)
-        })
+            previous = value
+            return .emit(value)
+          }))
     }
   }
 }

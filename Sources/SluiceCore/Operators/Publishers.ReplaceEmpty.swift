@@ -22,20 +22,21 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let output = self.output
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep(
-          "ReplaceEmpty", state: false,
-          onValue: { (published: inout Bool, value: Output) in
-            published = true
-            return .emit(value)
-          },
-          onCompletion: { published, completion in
-            if case .finished = completion, !published {
-              return .complete(final: output, .finished)
-            }
-            return .complete(final: nil, completion)
-          }))
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep(
+            "ReplaceEmpty", state: false,
+            onValue: { (published: inout Bool, value: Output) in
+              published = true
+              return .emit(value)
+            },
+            onCompletion: { published, completion in
+              if case .finished = completion, !published {
+                return .complete(final: output, .finished)
+              }
+              return .complete(final: nil, completion)
+            })))
     }
   }
 
@@ -61,15 +62,16 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let output = self.output
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep<Output, Upstream.Failure, Void, Output, Never>(
-          "ReplaceError", countsDeliveries: true, state: (),
-          onValue: { _, value in .emit(value) },
-          onCompletion: { _, completion in
-            if case .failure = completion { return .complete(final: output, .finished) }
-            return .complete(final: nil, .finished)
-          }))
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep<Output, Upstream.Failure, Void, Output, Never>(
+            "ReplaceError", countsDeliveries: true, state: (),
+            onValue: { _, value in .emit(value) },
+            onCompletion: { _, completion in
+              if case .failure = completion { return .complete(final: output, .finished) }
+              return .complete(final: nil, .finished)
+            })))
     }
   }
 }

@@ -55,7 +55,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable func subscribeLoop() {
     while state.withLock({ $0.relay.beginSubscribing() }) {
-      upstream.subscribe(self)
+      upstream.receive(subscriber: self)
       if !state.withLock({ $0.relay.endSubscribing() }) { return }
     }
   }

@@ -23,14 +23,15 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.passing(
-          "Scan", state: initialResult, failure: same
-        ) { [nextPartialResult] (result: inout Output, value: Upstream.Output) in
-          result = nextPartialResult(result, value)
-          return .emit(result)
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.passing(
+            "Scan", state: initialResult, failure: same
+          ) { [nextPartialResult] (result: inout Output, value: Upstream.Output) in
+            result = nextPartialResult(result, value)
+            return .emit(result)
+          }))
     }
   }
 
@@ -59,19 +60,20 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.subscribe(
-        subscriber,
-        through: ClosureStep.passing(
-          "TryScan", state: initialResult, failure: anyError
-        ) { [nextPartialResult] (result: inout Output, value: Upstream.Output) in
-          switch attempt({ try nextPartialResult(result, value) }) {
-          case .success(let next):
-            result = next
-            return .emit(next)
-          case .failure(let error):
-            return .fail(error)
-          }
-        })
+      upstream.receive(
+        subscriber: StepSubscription(
+          subscriber,
+          through: ClosureStep.passing(
+            "TryScan", state: initialResult, failure: anyError
+          ) { [nextPartialResult] (result: inout Output, value: Upstream.Output) in
+            switch attempt({ try nextPartialResult(result, value) }) {
+            case .success(let next):
+              result = next
+              return .emit(next)
+            case .failure(let error):
+              return .fail(error)
+            }
+          }))
     }
   }
 }

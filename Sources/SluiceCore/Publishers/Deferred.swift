@@ -15,8 +15,9 @@ public struct Deferred<DeferredPublisher: Publisher>: Publisher {
     self.createPublisher = createPublisher
   }
 
+  @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where Output == S.Input, Failure == S.Failure {
-    createPublisher().subscribe(subscriber)
+    createPublisher().receive(subscriber: subscriber)
   }
 }

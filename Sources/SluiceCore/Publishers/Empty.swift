@@ -18,6 +18,7 @@ public struct Empty<Output, Failure: Error>: Publisher, Equatable {
     self.init(completeImmediately: completeImmediately)
   }
 
+  @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where Output == S.Input, Failure == S.Failure {
     subscriber.receive(subscription: Subscriptions.empty)

@@ -15,6 +15,7 @@ public struct Fail<Output, Failure: Error>: Publisher {
     self.error = failure
   }
 
+  @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where Output == S.Input, Failure == S.Failure {
     subscriber.receive(subscription: Subscriptions.empty)

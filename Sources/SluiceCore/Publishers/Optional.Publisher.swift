@@ -16,6 +16,7 @@ extension Optional {
       self.output = output
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Wrapped, S.Failure == Never {
       SingleValueSource<Wrapped, Never, OptionalLabel>(value: output).subscribe(subscriber)
@@ -30,4 +31,7 @@ extension Optional.Publisher: Equatable where Wrapped: Equatable {}
 extension Optional.Publisher: Sendable where Wrapped: Sendable {}
 
 /// Names `Optional.Publisher`'s subscription.
-enum OptionalLabel: SingleValueLabel { static var label: String { "Optional" } }
+@usableFromInline
+enum OptionalLabel: SingleValueLabel {
+  @usableFromInline static var label: String { "Optional" }
+}

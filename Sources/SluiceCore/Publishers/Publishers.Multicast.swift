@@ -41,7 +41,7 @@ extension Publishers {
 
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Output, S.Failure == Failure {
-      lazySubject.subscribe(subscriber)
+      lazySubject.receive(subscriber: subscriber)
     }
 
     /// Subscribes the subject to the upstream.
@@ -65,7 +65,7 @@ extension Publishers {
 
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Output, S.Failure == Failure {
-      inner.subscribe(subscriber)
+      inner.receive(subscriber: subscriber)
     }
 
     public func connect() -> any Cancellable { inner.connect() }
@@ -101,7 +101,7 @@ extension Publishers {
 
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Output, S.Failure == Failure {
-      upstream.subscribe(AutoconnectSubscriber(parent: self, downstream: subscriber))
+      upstream.receive(subscriber: AutoconnectSubscriber(parent: self, downstream: subscriber))
       let mustConnect = state.withLock { state in
         state.subscribers += 1
         guard state.connection == nil, !state.connecting else { return false }

@@ -25,6 +25,7 @@ public struct Record<Output, Failure: Error>: Publisher {
     self.init(recording: Recording(output: output, completion: completion))
   }
 
+  @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where Output == S.Input, Failure == S.Failure {
     RecordSource(output: recording.output, completion: recording.completion).subscribe(subscriber)
@@ -99,23 +100,24 @@ extension Record: Sendable where Output: Sendable {}
 extension Record.Recording: Sendable where Output: Sendable {}
 
 /// A recording's values, then its completion; described by the recorded values.
+@usableFromInline
 struct RecordSource<Output, Failure: Error>: EmissionSource {
-  let output: [Output]
-  var index = 0
-  let completion: Subscribers.Completion<Failure>
+  @usableFromInline let output: [Output]
+  @usableFromInline var index = 0
+  @usableFromInline let completion: Subscribers.Completion<Failure>
 
-  init(output: [Output], completion: Subscribers.Completion<Failure>) {
+  @inlinable init(output: [Output], completion: Subscribers.Completion<Failure>) {
     self.output = output
     self.completion = completion
   }
 
-  mutating func next() -> Output? {
+  @inlinable mutating func next() -> Output? {
     guard index < output.count else { return nil }
     defer { index += 1 }
     return output[index]
   }
 
-  var liveDescription: String { String(describing: output) }
-  static var finishedDescription: String { "Cancelled Events" }
-  static var rejectsZeroDemand: Bool { false }
+  @usableFromInline var liveDescription: String { String(describing: output) }
+  @usableFromInline static var finishedDescription: String { "Cancelled Events" }
+  @usableFromInline static var rejectsZeroDemand: Bool { false }
 }

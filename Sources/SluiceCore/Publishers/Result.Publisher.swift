@@ -26,6 +26,7 @@ extension Result {
       self.init(.failure(failure))
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Success, S.Failure == Failure {
       switch result {
@@ -46,4 +47,5 @@ extension Result.Publisher: Equatable where Success: Equatable, Failure: Equatab
 extension Result.Publisher: Sendable where Success: Sendable {}
 
 /// Names `Result.Publisher`'s subscription `"Once"`, Combine's name for it.
-enum OnceLabel: SingleValueLabel { static var label: String { "Once" } }
+@usableFromInline
+enum OnceLabel: SingleValueLabel { @usableFromInline static var label: String { "Once" } }

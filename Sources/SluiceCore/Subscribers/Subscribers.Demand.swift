@@ -18,19 +18,25 @@ extension Subscribers {
     @usableFromInline
     let rawValue: UInt
 
-    @usableFromInline
-    static let unlimitedRawValue = UInt(Int.max) + 1
+    @inlinable
+    static var unlimitedRawValue: UInt { UInt(Int.max) + 1 }
 
     @inlinable
     init(rawValue: UInt) {
       self.rawValue = Swift.min(Demand.unlimitedRawValue, rawValue)
     }
 
+    // `none` and `unlimited` are computed (Combine declares them `static let`; reading them is
+    // the same): a stored static is reached through a lazy-initialisation accessor call, which
+    // showed up on every value of an operator chain.
+
     /// A request for as many values as the publisher can produce.
-    public static let unlimited = Demand(rawValue: unlimitedRawValue)
+    @inlinable
+    public static var unlimited: Demand { Demand(rawValue: unlimitedRawValue) }
 
     /// A request for no elements from the publisher; the same as `.max(0)`.
-    public static let none = Demand(rawValue: 0)
+    @inlinable
+    public static var none: Demand { Demand(rawValue: 0) }
 
     /// A request for at most `value` elements. Traps when `value` is negative.
     @inlinable

@@ -10,8 +10,10 @@ extension Subscribers {
   public final class Sink<Input, Failure: Error>: Subscriber, Cancellable, CustomStringConvertible,
     CustomReflectable, CustomPlaygroundDisplayConvertible, @unchecked Sendable
   {
-    // Safety: all mutable state lives in `box` (a lock-protected state machine); the closures
-    // are called after unlocking, on the thread that delivers the signal.
+    // Safety: the lifecycle (subscription, completion, cancellation) lives in `box`, a
+    // lock-protected state machine whose actions run after unlocking. Values take the lock-free
+    // path: `gate` admits them while subscribed, and `valueClosures` (a +1 reference, immutable)
+    // is released exactly once, by whoever the gate says.
     /// A class, so that reading the closures for a value retains one reference, not two.
     @usableFromInline
     final class Closures {
@@ -29,6 +31,10 @@ extension Subscribers {
     }
 
     @usableFromInline let box: LifecycleBox<Closures>
+    /// Admits values between the subscription and the end (completion or cancel).
+    @usableFromInline let gate = DeliveryGate()
+    /// The closures for values, retained until the gate lets go of them.
+    @usableFromInline let valueClosures: Unmanaged<Closures>
     /// `cancel()` as compiled where the sink was made (specialized); `AnyCancellable` calls
     /// `cancel()` through `any Cancellable`, whose generic implementation forwards here.
     @usableFromInline let specializedCancel: (Sink) -> Void
@@ -39,28 +45,50 @@ extension Subscribers {
       receiveCompletion: @escaping (Subscribers.Completion<Failure>) -> Void,
       receiveValue: @escaping (Input) -> Void
     ) {
-      box = LifecycleBox(Closures(receiveValue: receiveValue, receiveCompletion: receiveCompletion))
-      specializedCancel = { $0.box.cancel() }
+      let closures = Closures(receiveValue: receiveValue, receiveCompletion: receiveCompletion)
+      box = LifecycleBox(closures)
+      valueClosures = Unmanaged.passRetained(closures)
+      specializedCancel = { $0.cancelSpecialized() }
+    }
+
+    deinit {
+      if gate.close() { valueClosures.release() }
     }
 
     @inlinable
     public func receive(subscription: any Subscription) {
-      box.receive(subscription: subscription, requesting: .unlimited)
+      guard box.receive(subscription: subscription, requesting: .none) else { return }
+      gate.open()
+      subscription.request(.unlimited)
     }
 
     @inlinable
     public func receive(_ value: Input) -> Subscribers.Demand {
-      box.payloadForValue()?.receiveValue(value)
+      switch gate.enter() {
+      case .entered:
+        valueClosures._withUnsafeGuaranteedRef { $0.receiveValue(value) }
+        if gate.exit() { valueClosures.release() }
+      case .closed: break
+      case .closedReleasing: valueClosures.release()
+      }
       return .none
     }
 
     @inlinable
     public func receive(completion: Subscribers.Completion<Failure>) {
-      box.payloadForCompletion()?.receiveCompletion(completion)
+      guard let closures = box.payloadForCompletion() else { return }
+      if gate.close() { valueClosures.release() }
+      closures.receiveCompletion(completion)
     }
 
     @inlinable
     public func cancel() { specializedCancel(self) }
+
+    @inlinable
+    func cancelSpecialized() {
+      box.cancel()
+      if gate.close() { valueClosures.release() }
+    }
 
     public var description: String { "Sink" }
     public var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }

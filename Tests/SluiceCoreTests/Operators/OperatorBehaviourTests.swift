@@ -28,6 +28,43 @@ struct OperatorBehaviourTests {
     #expect(upstream.totalDemand == .max(5))  // 2 requested + 1 per rejected value
   }
 
+  @Test(
+    "values racing cancel() through a step operator: the downstream is released once, after both")
+  func stepValuesRacingCancel() {
+    for round in 0..<300 {
+      weak var weakProbe: Probe<Int, Never>?
+      let subscription = Box<any Subscription>()
+      let upstream = CapturingPublisher<Int>()
+      do {
+        let probe = Probe<Int, Never>(
+          onSubscription: {
+            subscription.set($0); $0.request(.unlimited)
+          },
+          onValue: { _ in .none })
+        weakProbe = probe
+        upstream.filter { $0 % 2 == 0 }.subscribe(probe)
+      }
+      let shared = Shared((upstream.send, subscription.value!))
+      let cancelled = Box<Bool>(false)
+      simultaneously(
+        {
+          // From before cancel() until after it: some value is in flight when it closes.
+          var value = 0
+          while cancelled.value != true || value % 64 != 0 {
+            _ = shared.value.0(value)
+            value += 1
+          }
+        },
+        {
+          shared.value.1.cancel()
+          cancelled.set(true)
+        })
+      withExtendedLifetime(shared) {
+        #expect(weakProbe == nil, "round \(round): downstream still held after cancel()")
+      }
+    }
+  }
+
   @Test("first() asks for .unlimited and cancels upstream after the first value")
   func firstCancels() throws {
     let (source, recorder) = attach(.max(1)) { $0.first() }
@@ -280,5 +317,25 @@ extension Publisher {
   /// Subscribes a sink-like recorder of any output (for description checks).
   func subscribeRecording() {
     subscribe(RecordingSubscriber<Output, Failure>(initialDemand: .none))
+  }
+}
+
+/// A publisher that hands its subscriber a do-nothing subscription and keeps a way to send it
+/// values directly (ignoring cancellation, like an upstream with a value already in flight), so
+/// a test can deliver values from one thread while another cancels.
+final class CapturingPublisher<Output>: Publisher, @unchecked Sendable {
+  // Safety: `subscriber` is lock-protected (Box).
+  typealias Failure = Never
+  private let subscriber = Box<(Output) -> Subscribers.Demand>()
+
+  func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Never {
+    subscriber.receive(subscription: TestSubscription())
+    self.subscriber.set { subscriber.receive($0) }
+  }
+
+  /// Sends `value` to the last subscriber, whatever its state.
+  var send: (Output) -> Subscribers.Demand {
+    let subscriber = self.subscriber.value
+    return { value in subscriber?(value) ?? .none }
   }
 }

@@ -55,6 +55,34 @@ struct SinkTests {
     #expect(sink.receive(1) == .none)
   }
 
+  @Test("values racing cancel(): at most one in flight after it returns, closures released once")
+  func valuesRacingCancel() {
+    for _ in 0..<500 {
+      let afterCancel = Box<Int>(0)
+      let cancelled = Box<Bool>(false)
+      let (sink, tracker) = Self.trackedSink { _ in
+        if cancelled.value == true { afterCancel.update { $0! += 1 } }
+      }
+      sink.receive(subscription: TestSubscription())
+      let shared = Shared(sink)
+      simultaneously(
+        {
+          // From before cancel() until after it: some value is in flight when it closes.
+          var value = 0
+          while cancelled.value != true || value % 64 != 0 {
+            _ = shared.value.receive(value)
+            value += 1
+          }
+        },
+        {
+          shared.value.cancel()
+          cancelled.set(true)
+        })
+      #expect(afterCancel.value! <= 1, "values delivered after cancel() returned")
+      #expect(tracker.object == nil, "closures are released after cancel and the last value")
+    }
+  }
+
   @Test func completionReleasesClosuresAndNothingFollows() {
     let values = Box<[Int]>([])
     let (sink, tracker) = Self.trackedSink { value in values.update { $0?.append(value) } }

@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import SluiceCore
 import Testing
 
@@ -24,6 +25,22 @@ final class Probe<Input, Failure: Error>: Subscriber, @unchecked Sendable {
   func receive(subscription: any Subscription) { onSubscription(subscription) }
   func receive(_ input: Input) -> Subscribers.Demand { onValue(input) }
   func receive(completion: Subscribers.Completion<Failure>) { onCompletion(completion) }
+}
+
+/// Runs `first` and `second` at the same time, each on a thread of its own (not a pool that
+/// might run them one after the other), and returns when both have.
+func simultaneously(
+  _ first: @escaping @Sendable () -> Void, _ second: @escaping @Sendable () -> Void
+) {
+  let done = DispatchSemaphore(value: 0)
+  for body in [first, second] {
+    Thread.detachNewThread {
+      body()
+      done.signal()
+    }
+  }
+  done.wait()
+  done.wait()
 }
 
 /// Runs `body(i)` for `i` in `0..<iterations`, spread over every core at once.
