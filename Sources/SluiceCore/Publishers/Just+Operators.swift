@@ -1,0 +1,215 @@
+// Operators on `Just` with Combine's specialised result types.
+//
+// A `Just` has exactly one value and never fails, so Combine computes these operators when they
+// are applied — the closure runs once, at once — and returns the result as another
+// single-value publisher (`Just`, `Optional.Publisher`, `Result.Publisher`, `Empty`). The
+// types match Combine's, so annotations written for Combine compile unchanged.
+
+extension Just where Output: Comparable {
+  /// Itself: the only value is the smallest.
+  public func min() -> Just<Output> { self }
+
+  /// Itself: the only value is the largest.
+  public func max() -> Just<Output> { self }
+}
+
+extension Just where Output: Equatable {
+  /// Whether the value equals `output`.
+  public func contains(_ output: Output) -> Just<Bool> { Just<Bool>(self.output == output) }
+
+  /// Itself: one value has no duplicates.
+  public func removeDuplicates() -> Just<Output> { self }
+}
+
+extension Just {
+  /// Whether the value satisfies `predicate`.
+  public func allSatisfy(_ predicate: (Output) -> Bool) -> Just<Bool> {
+    Just<Bool>(predicate(output))
+  }
+
+  /// Whether the value satisfies `predicate`, or the error it throws.
+  public func tryAllSatisfy(_ predicate: (Output) throws -> Bool)
+    -> Result<Bool, any Error>
+    .Publisher
+  {
+    Result<Bool, any Error>.Publisher(Result { try predicate(output) })
+  }
+
+  /// Whether the value satisfies `predicate`.
+  public func contains(where predicate: (Output) -> Bool) -> Just<Bool> {
+    Just<Bool>(predicate(output))
+  }
+
+  /// Whether the value satisfies `predicate`, or the error it throws.
+  public func tryContains(where predicate: (Output) throws -> Bool)
+    -> Result<Bool, any Error>
+    .Publisher
+  {
+    Result<Bool, any Error>.Publisher(Result { try predicate(output) })
+  }
+
+  /// The value in an array.
+  public func collect() -> Just<[Output]> { Just<[Output]>([output]) }
+
+  /// Itself (`areInIncreasingOrder` is never called with one value).
+  public func min(by areInIncreasingOrder: (Output, Output) -> Bool) -> Just<Output> { self }
+
+  /// Itself (`areInIncreasingOrder` is never called with one value).
+  public func max(by areInIncreasingOrder: (Output, Output) -> Bool) -> Just<Output> { self }
+
+  /// One.
+  public func count() -> Just<Int> { Just<Int>(1) }
+
+  /// The value when `count` is 0, otherwise nothing. Traps when `count` is negative.
+  public func dropFirst(_ count: Int = 1) -> Optional<Output>.Publisher {
+    if count < 0 { Violation.negativeCount(count, operator: "dropFirst") }
+    return Optional<Output>.Publisher(count == 0 ? output : nil)
+  }
+
+  /// Nothing when the value satisfies `predicate`, otherwise the value.
+  public func drop(while predicate: (Output) -> Bool) -> Optional<Output>.Publisher {
+    Optional<Output>.Publisher(predicate(output) ? nil : output)
+  }
+
+  /// Itself.
+  public func first() -> Just<Output> { self }
+
+  /// The value if it satisfies `predicate`.
+  public func first(where predicate: (Output) -> Bool) -> Optional<Output>.Publisher {
+    Optional<Output>.Publisher(predicate(output) ? output : nil)
+  }
+
+  /// Itself.
+  public func last() -> Just<Output> { self }
+
+  /// The value if it satisfies `predicate`.
+  public func last(where predicate: (Output) -> Bool) -> Optional<Output>.Publisher {
+    Optional<Output>.Publisher(predicate(output) ? output : nil)
+  }
+
+  /// Finishes without a value.
+  public func ignoreOutput() -> Empty<Output, Never> { Empty<Output, Never>() }
+
+  /// The transformed value.
+  public func map<ElementOfResult>(_ transform: (Output) -> ElementOfResult) -> Just<
+    ElementOfResult
+  > {
+    Just<ElementOfResult>(transform(output))
+  }
+
+  /// The transformed value, or the error `transform` throws.
+  public func tryMap<ElementOfResult>(
+    _ transform: (Output) throws -> ElementOfResult
+  ) -> Result<ElementOfResult, any Error>.Publisher {
+    Result<ElementOfResult, any Error>.Publisher(Result { try transform(output) })
+  }
+
+  /// The transformed value, unless it is `nil`.
+  public func compactMap<ElementOfResult>(
+    _ transform: (Output) -> ElementOfResult?
+  ) -> Optional<ElementOfResult>.Publisher {
+    Optional<ElementOfResult>.Publisher(transform(output))
+  }
+
+  /// The value if it satisfies `isIncluded`.
+  public func filter(_ isIncluded: (Output) -> Bool) -> Optional<Output>.Publisher {
+    Optional<Output>.Publisher(isIncluded(output) ? output : nil)
+  }
+
+  /// The value when `index` is 0. Traps when `index` is negative.
+  public func output(at index: Int) -> Optional<Output>.Publisher {
+    if index < 0 { Violation.negativeIndex(index, operator: "output(at:)") }
+    return Optional<Output>.Publisher(index == 0 ? output : nil)
+  }
+
+  /// The value when `range` contains 0. Traps when the range starts below 0.
+  public func output<R: RangeExpression>(in range: R) -> Optional<Output>.Publisher
+  where R.Bound == Int {
+    let range = range.relative(to: 0..<Int.max)
+    if range.lowerBound < 0 { Violation.negativeIndex(range.lowerBound, operator: "output(in:)") }
+    return Optional<Output>.Publisher(range.contains(0) ? output : nil)
+  }
+
+  /// The value unless `maxLength` is 0. Traps when `maxLength` is negative.
+  public func prefix(_ maxLength: Int) -> Optional<Output>.Publisher {
+    if maxLength < 0 { Violation.negativeCount(maxLength, operator: "prefix") }
+    return Optional<Output>.Publisher(maxLength > 0 ? output : nil)
+  }
+
+  /// The value if it satisfies `predicate`.
+  public func prefix(while predicate: (Output) -> Bool) -> Optional<Output>.Publisher {
+    Optional<Output>.Publisher(predicate(output) ? output : nil)
+  }
+
+  /// The value, as a publisher whose failure type is `failureType`.
+  public func setFailureType<Failure: Error>(to failureType: Failure.Type)
+    -> Result<
+      Output, Failure
+    >.Publisher
+  {
+    Result<Output, Failure>.Publisher(output)
+  }
+
+  /// The value, as a publisher whose failure type is `transform`'s (never called).
+  public func mapError<Failure: Error>(_ transform: (Never) -> Failure)
+    -> Result<
+      Output, Failure
+    >.Publisher
+  {
+    Result<Output, Failure>.Publisher(output)
+  }
+
+  /// Itself (`predicate` is never called with one value).
+  public func removeDuplicates(by predicate: (Output, Output) -> Bool) -> Just<Output> { self }
+
+  /// The value (`predicate` is never called with one value), with `any Error` as failure type.
+  public func tryRemoveDuplicates(by predicate: (Output, Output) throws -> Bool)
+    -> Result<
+      Output, any Error
+    >.Publisher
+  {
+    Result<Output, any Error>.Publisher(output)
+  }
+
+  /// Itself: it never fails.
+  public func replaceError(with output: Output) -> Just<Output> { self }
+
+  /// Itself: it is never empty.
+  public func replaceEmpty(with output: Output) -> Just<Output> { self }
+
+  /// Itself: it never fails.
+  public func retry(_ times: Int) -> Just<Output> { self }
+
+  /// `nextPartialResult(initialResult, value)`.
+  public func reduce<Accumulator>(
+    _ initialResult: Accumulator, _ nextPartialResult: (Accumulator, Output) -> Accumulator
+  ) -> Result<Accumulator, Never>.Publisher {
+    Result<Accumulator, Never>.Publisher(nextPartialResult(initialResult, output))
+  }
+
+  /// `nextPartialResult(initialResult, value)`, or the error it throws.
+  public func tryReduce<Accumulator>(
+    _ initialResult: Accumulator,
+    _ nextPartialResult: (Accumulator, Output) throws -> Accumulator
+  ) -> Result<Accumulator, any Error>.Publisher {
+    Result<Accumulator, any Error>.Publisher(
+      Result { try nextPartialResult(initialResult, output) })
+  }
+
+  /// `nextPartialResult(initialResult, value)`.
+  public func scan<ElementOfResult>(
+    _ initialResult: ElementOfResult,
+    _ nextPartialResult: (ElementOfResult, Output) -> ElementOfResult
+  ) -> Result<ElementOfResult, Never>.Publisher {
+    Result<ElementOfResult, Never>.Publisher(nextPartialResult(initialResult, output))
+  }
+
+  /// `nextPartialResult(initialResult, value)`, or the error it throws.
+  public func tryScan<ElementOfResult>(
+    _ initialResult: ElementOfResult,
+    _ nextPartialResult: (ElementOfResult, Output) throws -> ElementOfResult
+  ) -> Result<ElementOfResult, any Error>.Publisher {
+    Result<ElementOfResult, any Error>.Publisher(
+      Result { try nextPartialResult(initialResult, output) })
+  }
+}
