@@ -3,7 +3,9 @@
 // A `Just` has exactly one value and never fails, so Combine computes these operators when they
 // are applied — the closure runs once, at once — and returns the result as another
 // single-value publisher (`Just`, `Optional.Publisher`, `Result.Publisher`, `Empty`). The
-// types match Combine's, so annotations written for Combine compile unchanged.
+// types match Combine's, so annotations written for Combine compile unchanged. Where the result
+// is an `Optional.Publisher`, the operator is the one on `Optional(output).publisher`; with one
+// value, `scan` is `reduce`.
 
 extension Just where Output: Comparable {
   /// Itself: the only value is the smallest.
@@ -62,13 +64,12 @@ extension Just {
 
   /// The value when `count` is 0, otherwise nothing. Traps when `count` is negative.
   public func dropFirst(_ count: Int = 1) -> Optional<Output>.Publisher {
-    if count < 0 { Violation.negativeCount(count, operator: "dropFirst") }
-    return Optional<Output>.Publisher(count == 0 ? output : nil)
+    Optional(output).publisher.dropFirst(count)
   }
 
   /// Nothing when the value satisfies `predicate`, otherwise the value.
   public func drop(while predicate: (Output) -> Bool) -> Optional<Output>.Publisher {
-    Optional<Output>.Publisher(predicate(output) ? nil : output)
+    Optional(output).publisher.drop(while: predicate)
   }
 
   /// Itself.
@@ -76,7 +77,7 @@ extension Just {
 
   /// The value if it satisfies `predicate`.
   public func first(where predicate: (Output) -> Bool) -> Optional<Output>.Publisher {
-    Optional<Output>.Publisher(predicate(output) ? output : nil)
+    Optional(output).publisher.filter(predicate)
   }
 
   /// Itself.
@@ -84,7 +85,7 @@ extension Just {
 
   /// The value if it satisfies `predicate`.
   public func last(where predicate: (Output) -> Bool) -> Optional<Output>.Publisher {
-    Optional<Output>.Publisher(predicate(output) ? output : nil)
+    Optional(output).publisher.filter(predicate)
   }
 
   /// Finishes without a value.
@@ -113,32 +114,28 @@ extension Just {
 
   /// The value if it satisfies `isIncluded`.
   public func filter(_ isIncluded: (Output) -> Bool) -> Optional<Output>.Publisher {
-    Optional<Output>.Publisher(isIncluded(output) ? output : nil)
+    Optional(output).publisher.filter(isIncluded)
   }
 
   /// The value when `index` is 0. Traps when `index` is negative.
   public func output(at index: Int) -> Optional<Output>.Publisher {
-    if index < 0 { Violation.negativeIndex(index, operator: "output(at:)") }
-    return Optional<Output>.Publisher(index == 0 ? output : nil)
+    Optional(output).publisher.output(at: index)
   }
 
   /// The value when `range` contains 0. Traps when the range starts below 0.
   public func output<R: RangeExpression>(in range: R) -> Optional<Output>.Publisher
   where R.Bound == Int {
-    let range = range.relative(to: 0..<Int.max)
-    if range.lowerBound < 0 { Violation.negativeIndex(range.lowerBound, operator: "output(in:)") }
-    return Optional<Output>.Publisher(range.contains(0) ? output : nil)
+    Optional(output).publisher.output(in: range)
   }
 
   /// The value unless `maxLength` is 0. Traps when `maxLength` is negative.
   public func prefix(_ maxLength: Int) -> Optional<Output>.Publisher {
-    if maxLength < 0 { Violation.negativeCount(maxLength, operator: "prefix") }
-    return Optional<Output>.Publisher(maxLength > 0 ? output : nil)
+    Optional(output).publisher.prefix(maxLength)
   }
 
   /// The value if it satisfies `predicate`.
   public func prefix(while predicate: (Output) -> Bool) -> Optional<Output>.Publisher {
-    Optional<Output>.Publisher(predicate(output) ? output : nil)
+    Optional(output).publisher.filter(predicate)
   }
 
   /// The value, as a publisher whose failure type is `failureType`.
@@ -201,7 +198,7 @@ extension Just {
     _ initialResult: ElementOfResult,
     _ nextPartialResult: (ElementOfResult, Output) -> ElementOfResult
   ) -> Result<ElementOfResult, Never>.Publisher {
-    Result<ElementOfResult, Never>.Publisher(nextPartialResult(initialResult, output))
+    reduce(initialResult, nextPartialResult)
   }
 
   /// `nextPartialResult(initialResult, value)`, or the error it throws.
@@ -209,7 +206,6 @@ extension Just {
     _ initialResult: ElementOfResult,
     _ nextPartialResult: (ElementOfResult, Output) throws -> ElementOfResult
   ) -> Result<ElementOfResult, any Error>.Publisher {
-    Result<ElementOfResult, any Error>.Publisher(
-      Result { try nextPartialResult(initialResult, output) })
+    tryReduce(initialResult, nextPartialResult)
   }
 }

@@ -145,7 +145,7 @@ extension Optional.Publisher {
     _ initialResult: ElementOfResult,
     _ nextPartialResult: (ElementOfResult, Output) -> ElementOfResult
   ) -> Optional<ElementOfResult>.Publisher {
-    Optional<ElementOfResult>.Publisher(output.map { nextPartialResult(initialResult, $0) })
+    reduce(initialResult, nextPartialResult)
   }
 
   /// Itself.

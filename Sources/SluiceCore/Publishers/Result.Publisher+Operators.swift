@@ -187,7 +187,7 @@ extension Result.Publisher {
     _ initialResult: ElementOfResult,
     _ nextPartialResult: (ElementOfResult, Output) -> ElementOfResult
   ) -> Result<ElementOfResult, Failure>.Publisher {
-    Result<ElementOfResult, Failure>.Publisher(result.map { nextPartialResult(initialResult, $0) })
+    reduce(initialResult, nextPartialResult)
   }
 
   /// `nextPartialResult(initialResult, value)`, the error it throws, or the failure.
@@ -195,8 +195,7 @@ extension Result.Publisher {
     _ initialResult: ElementOfResult,
     _ nextPartialResult: (ElementOfResult, Output) throws -> ElementOfResult
   ) -> Result<ElementOfResult, any Error>.Publisher {
-    Result<ElementOfResult, any Error>.Publisher(
-      result.attemptMap { try nextPartialResult(initialResult, $0) })
+    tryReduce(initialResult, nextPartialResult)
   }
 }
 
