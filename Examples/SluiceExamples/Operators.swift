@@ -32,7 +32,9 @@ struct TourError: Error, CustomStringConvertible {
     let celsius: Double
   }
   let readings = [Reading(sensor: "a", celsius: 21.5), Reading(sensor: "b", celsius: 19)]
-  let numbers = (1...4).publisher
+  // Erased, so each operator streams: on `Publishers.Sequence` itself, Combine computes most
+  // operators up front and returns another `Publishers.Sequence`.
+  let numbers = (1...4).publisher.eraseToAnyPublisher()
   return [
     "map: \(await valuesOf(numbers.map { $0 * 10 }))",
     "tryMap: \(await outcomeOf(numbers.tryMap { n in if n == 3 { throw TourError(reason: "3!") }; return n }))",
@@ -40,7 +42,7 @@ struct TourError: Error, CustomStringConvertible {
     "map(\\.sensor, \\.celsius): \(await valuesOf(readings.publisher.map(\.sensor, \.celsius)).map { "\($0)=\($1)" })",
     "map(three key paths): \(await valuesOf(readings.publisher.map(\.sensor, \.celsius, \.sensor.count)).map { "\($0)\($1)\($2)" })",
     "mapError: \(await outcomeOf(Fail<Int, TourError>(error: TourError(reason: "io")).mapError { TourError(reason: "wrapped \($0)") }))",
-    "replaceNil: \(await valuesOf([1, nil, 3].publisher.replaceNil(with: 0)))",
+    "replaceNil: \(await valuesOf([1, nil, 3].publisher.eraseToAnyPublisher().replaceNil(with: 0)))",
     "scan: \(await valuesOf(numbers.scan(0, +)))",
     "tryScan: \(await outcomeOf(numbers.tryScan(0) { sum, n in if sum > 2 { throw TourError(reason: "too big") }; return sum + n }))",
     "setFailureType: \(await outcomeOf(Just(1).setFailureType(to: TourError.self)))",
@@ -49,7 +51,9 @@ struct TourError: Error, CustomStringConvertible {
 
 /// Filtering operators.
 @Sendable func filteringTour() async -> [String] {
-  let numbers = (1...6).publisher
+  // Erased, so each operator streams: on `Publishers.Sequence` itself, Combine computes most
+  // operators up front and returns another `Publishers.Sequence`.
+  let numbers = (1...6).publisher.eraseToAnyPublisher()
   return [
     "filter: \(await valuesOf(numbers.filter { $0.isMultiple(of: 2) }))",
     "tryFilter: \(await outcomeOf(numbers.tryFilter { n in if n == 5 { throw TourError(reason: "5!") }; return n > 2 }))",
@@ -65,7 +69,9 @@ struct TourError: Error, CustomStringConvertible {
 
 /// Reducing, mathematical and matching operators.
 @Sendable func reducingTour() async -> [String] {
-  let numbers = [3, 1, 4, 1, 5].publisher
+  // Erased, so each operator streams: on `Publishers.Sequence` itself, Combine computes most
+  // operators up front and returns another `Publishers.Sequence`.
+  let numbers = [3, 1, 4, 1, 5].publisher.eraseToAnyPublisher()
   return [
     "collect(): \(await valuesOf(numbers.collect()))",
     "collect(2): \(await valuesOf(numbers.collect(2)))",
