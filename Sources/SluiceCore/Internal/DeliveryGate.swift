@@ -44,6 +44,23 @@ struct DeliveryGate: ~Copyable, Sendable {
     case closedReleasing
   }
 
+  /// Runs `body` as one delivery, unless the gate is not open (then returns `nil`). Calls
+  /// `release` when this call is the one the gate chose to release the downstream (the gate
+  /// closed meanwhile and nothing else is in flight). Every delivery goes through here, so the
+  /// release rule lives in one place.
+  @inlinable func pass<Result>(_ body: () -> Result, releasing release: () -> Void) -> Result? {
+    switch enter() {
+    case .entered:
+      defer { if exit() { release() } }
+      return body()
+    case .closed:
+      return nil
+    case .closedReleasing:
+      release()
+      return nil
+    }
+  }
+
   /// Starts one delivery, unless the gate is closed.
   @inlinable func enter() -> Entry {
     let old = word.wrappingAdd(Self.oneDelivery, ordering: .acquiringAndReleasing).oldValue

@@ -33,6 +33,7 @@ protocol EmissionSource {
 /// | `requested(n)` | demand +n, become drainer | demand +n | ignore |
 /// | `refill(+n)` (drainer) | — | demand > 0: hand all of it over; else idle | stop, release source |
 /// | `deliveredLastValue` (drainer) | — | terminal, deliver completion | stop, no completion |
+/// | `drainerStopped` (drainer saw the cancel flag) | — | — | idle, drainer releases source |
 /// | `cancelled` | terminal, release downstream (and source) | terminal, release downstream | nothing |
 @usableFromInline
 struct EmissionState<Downstream> {
@@ -75,6 +76,9 @@ struct EmissionState<Downstream> {
     demand = .none
     return .deliver(downstream, budget: budget)
   }
+
+  /// The drainer saw `cancel()` and stops; the source is its to release.
+  @inlinable mutating func drainerStopped() { draining = false }
 
   /// The drainer delivered the last value: become terminal. Returns the downstream to send the
   /// completion to, or `nil` if `cancel()` came first (then no completion is sent).
@@ -174,7 +178,7 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
     while budget > 0 {
       if isCancelled.load(ordering: .acquiring) {
         // `cancel()` saw a drainer and left the source to it.
-        state.withLock { $0.draining = false }
+        state.withLock { $0.drainerStopped() }
         releaseSourceAfterCancel()
         return nil
       }

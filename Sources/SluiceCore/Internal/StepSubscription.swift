@@ -190,14 +190,11 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
   }
 
   @inlinable func receive(_ input: Input) -> Subscribers.Demand {
-    switch gate.enter() {
-    case .entered: break
-    case .closed: return .none
-    case .closedReleasing:
-      held = nil
-      return .none
-    }
-    defer { if gate.exit() { held = nil } }
+    gate.pass({ deliver(input) }, releasing: { held = nil }) ?? .none
+  }
+
+  /// Runs the step on one value and acts on its answer; only inside the gate, so `held` is set.
+  @inlinable func deliver(_ input: Input) -> Subscribers.Demand {
     switch step.receive(input) {
     case .emit(let value):
       let more = held.unsafelyUnwrapped.receive(value)
@@ -299,17 +296,7 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
 
   @usableFromInline var description: String { "\(name)" }
   @usableFromInline var customMirror: Mirror {
-    let downstream: Downstream?
-    switch gate.enter() {
-    case .entered:
-      downstream = held
-      if gate.exit() { held = nil }
-    case .closed:
-      downstream = nil
-    case .closedReleasing:
-      downstream = nil
-      held = nil
-    }
+    let downstream = gate.pass({ held }, releasing: { held = nil }) ?? nil
     return Mirror(self, children: ["downstream": downstream as Any])
   }
   @usableFromInline var playgroundDescription: Any { description }

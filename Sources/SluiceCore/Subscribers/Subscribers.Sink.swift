@@ -64,13 +64,9 @@ extension Subscribers {
 
     @inlinable
     public func receive(_ value: Input) -> Subscribers.Demand {
-      switch gate.enter() {
-      case .entered:
-        valueClosures._withUnsafeGuaranteedRef { $0.receiveValue(value) }
-        if gate.exit() { valueClosures.release() }
-      case .closed: break
-      case .closedReleasing: valueClosures.release()
-      }
+      gate.pass(
+        { valueClosures._withUnsafeGuaranteedRef { $0.receiveValue(value) } },
+        releasing: { valueClosures.release() })
       return .none
     }
 
