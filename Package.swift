@@ -25,10 +25,10 @@ let package = Package(
     .target(name: "SluiceAsync", dependencies: ["SluiceCore"], swiftSettings: strict),
     .target(name: "SluiceTesting", dependencies: ["SluiceCore"], swiftSettings: strict),
     .target(
-      name: "Sluice", dependencies: ["SluiceCore", "SluiceAsync", "SluiceTesting"],
-      swiftSettings: strict),
+      name: "Sluice", dependencies: ["SluiceCore", "SluiceAsync"], swiftSettings: strict),
     .target(
-      name: "SluiceExamples", dependencies: ["Sluice"], path: "Examples/SluiceExamples",
+      name: "SluiceExamples", dependencies: ["Sluice", "SluiceTesting"],
+      path: "Examples/SluiceExamples",
       swiftSettings: strict),
     .executableTarget(
       name: "SluiceTour", dependencies: ["SluiceExamples"], path: "Examples/Tour",

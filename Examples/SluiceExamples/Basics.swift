@@ -1,4 +1,5 @@
 import Sluice
+import SluiceTesting
 
 /// `Just` and `Sequence.publisher`, with a subscriber that asks for values a few at a time.
 @Sendable func demandTour() async -> [String] {

@@ -1,4 +1,5 @@
 import Sluice
+import SluiceTesting
 
 /// Publishers consumed with `for await`, async work wrapped as publishers, and values awaited.
 @Sendable func bridgesTour() async -> [String] {

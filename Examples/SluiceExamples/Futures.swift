@@ -1,5 +1,6 @@
 import Dispatch
 import Sluice
+import SluiceTesting
 
 /// A `Future` whose promise is called from a dispatch queue, awaited from structured
 /// concurrency with Combine's `value`, and its lazy async counterpart, `AsyncFuture`.

@@ -1,5 +1,6 @@
 import Foundation
 import Sluice
+import SluiceTesting
 
 /// Everything a pipeline that cannot fail publishes, read with `for await … in pipeline.values`.
 func valuesOf<P: Publisher>(_ pipeline: P) async -> [P.Output] where P.Failure == Never {

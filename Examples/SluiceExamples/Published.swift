@@ -1,4 +1,5 @@
 import Sluice
+import SluiceTesting
 
 /// A view model with `@Published` properties, observed property by property and as a whole.
 @Sendable func publishedTour() async -> [String] {

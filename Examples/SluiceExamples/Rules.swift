@@ -1,4 +1,5 @@
 import Sluice
+import SluiceTesting
 
 /// `Record` plays back a recording; `RuleChecker` watches any publisher for broken rules.
 @Sendable func rulesTour() async -> [String] {

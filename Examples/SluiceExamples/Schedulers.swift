@@ -1,5 +1,6 @@
 import Dispatch
 import Sluice
+import SluiceTesting
 
 /// A `TestScheduler` moves time only when told; a real `DispatchQueue` runs actions in order.
 @Sendable func schedulersTour() async -> [String] {

@@ -1,4 +1,5 @@
 import Sluice
+import SluiceTesting
 
 /// A `PassthroughSubject` feeding a fast and a slow subscriber, a `CurrentValueSubject` whose
 /// subscriber catches up with the latest value, and one subscription shared by `autoconnect()`.

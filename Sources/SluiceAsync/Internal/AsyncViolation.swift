@@ -7,10 +7,4 @@ enum AsyncViolation {
         + "\(minimum)")
   }
 
-  @usableFromInline
-  static func concurrentNext() -> Never {
-    fatalError(
-      "API Violation: next() called on a publisher's async iterator while another call to next() "
-        + "was still waiting; iterate each iterator from one task at a time")
-  }
 }

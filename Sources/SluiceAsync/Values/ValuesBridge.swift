@@ -1,5 +1,5 @@
 /// The subscriber behind ``AsyncPublisher``: turns the consumer's pace into demand and hands
-/// values to one waiting task.
+/// values to the waiting tasks, oldest first (one iterator may be shared by several tasks).
 ///
 /// **Demand**: by its ``AsyncBufferingPolicy``. **Ordering**: values reach the consumer in the
 /// order the publisher sent them. **Cancellation**: `cancel()` (the consuming task was cancelled,
@@ -7,7 +7,7 @@
 /// buffer, and ends a waiting `next()` with `nil`. A consumer never waits on a lock: the lock
 /// only guards the state machine, and continuations are resumed after unlocking.
 @usableFromInline
-final class ValuesBridge<Output, Failure: Error>: Subscriber, @unchecked Sendable {
+final class ValuesBridge<Output, Failure: Error>: Subscriber, Cancellable, @unchecked Sendable {
   // Safety: all mutable state is in `state`'s lock; the subscription is called and
   // continuations are resumed after unlocking. A value moves from the publisher's thread to
   // exactly one consumer and the bridge keeps no reference to it: an ownership transfer, which
@@ -42,8 +42,10 @@ final class ValuesBridge<Output, Failure: Error>: Subscriber, @unchecked Sendabl
   }
 
   @inlinable func receive(completion: Subscribers.Completion<Failure>) {
-    if let (waiter, next) = state.withLock({ $0.receivedCompletion(completion) }) {
-      waiter.resume(returning: UncheckedSendable(next))
+    if let ended = state.withLock({ $0.receivedCompletion(completion) }) {
+      ended.first.resume(returning: UncheckedSendable(ended.next))
+      var others = ended.others
+      while let other = others.popFirst() { other.resume(returning: UncheckedSendable(.end)) }
     }
   }
 
@@ -73,8 +75,6 @@ final class ValuesBridge<Output, Failure: Error>: Subscriber, @unchecked Sendabl
           subscription.request(demand)
         case .parked:
           break
-        case .concurrentNext:
-          AsyncViolation.concurrentNext()
         }
       }
     } onCancel: {
@@ -91,11 +91,12 @@ final class ValuesBridge<Output, Failure: Error>: Subscriber, @unchecked Sendabl
     }
   }
 
-  /// Cancels the upstream and ends a waiting consumer. Idempotent and thread-safe.
+  /// Cancels the upstream and ends every waiting consumer. Idempotent and thread-safe.
   @inlinable func cancel() {
-    let (upstream, waiter, buffer) = state.withLock { $0.cancelled() }
+    let (upstream, ended, buffer) = state.withLock { $0.cancelled() }
     upstream?.cancel()
-    waiter?.resume(returning: UncheckedSendable(.end))
+    var waiters = ended
+    while let waiter = waiters.popFirst() { waiter.resume(returning: UncheckedSendable(.end)) }
     withExtendedLifetime(buffer) {}
   }
 }

@@ -9,12 +9,15 @@
 /// Transitions (event → change, action performed by ``ValuesBridge`` after unlocking):
 /// | event | awaiting / subscribed | finished | terminal |
 /// |---|---|---|---|
-/// | `receivedSubscription(s)` | subscribed; request the policy's initial demand | cancel `s` | cancel `s` |
-/// | `receivedValue(v)` | to the waiting consumer, else into the buffer by policy | ignore | ignore |
-/// | `receivedCompletion(c)` | waiting consumer: end it, terminal; else finished | ignore | ignore |
+/// | `receivedSubscription(s)` | subscribed; request the policy's initial demand (demandOne: what waiters asked for meanwhile, summed) | cancel `s` | cancel `s` |
+/// | `receivedValue(v)` | to the oldest waiting consumer, else into the buffer by policy | ignore | ignore |
+/// | `receivedCompletion(c)` | waiters: the first gets `c`, the others the end; terminal. None: finished | ignore | ignore |
 /// | `consumed` (fast path) | buffered value (maybe top up demand) | buffered value, else end, terminal | end |
-/// | `waiting(k)` | park `k` (demandOne: request 1) | as `consumed`, resuming `k` | resume `k` with end |
-/// | `cancelled` | terminal; cancel upstream; end the waiting consumer | terminal | nothing |
+/// | `waiting(k)` | queue `k` behind earlier waiters (demandOne: request 1, or add 1 to the pending request) | as `consumed`, resuming `k` | resume `k` with end |
+/// | `cancelled` | terminal; cancel upstream; end every waiting consumer | terminal | nothing |
+///
+/// Several tasks may wait on one iterator at once (as Combine allows, through a shared
+/// reference): they queue in FIFO order and each is resumed exactly once.
 @usableFromInline
 struct ValuesState<Output, Failure: Error> {
   /// What a waiting consumer is resumed with.
@@ -36,7 +39,10 @@ struct ValuesState<Output, Failure: Error> {
   @usableFromInline var phase = Phase.awaitingSubscription
   @usableFromInline let policy: AsyncBufferingPolicy.Kind
   @usableFromInline var buffer = RingBuffer<Output>()
-  @usableFromInline var waiter: Waiter?
+  /// Consumers waiting for a value, oldest first.
+  @usableFromInline var waiters = RingBuffer<Waiter>()
+  /// demandOne: what waiters asked for before the subscription arrived.
+  @usableFromInline var pendingDemand = Subscribers.Demand.none
   /// `prefetch` only: values requested and not yet received.
   @usableFromInline var outstanding = 0
 
@@ -64,7 +70,8 @@ struct ValuesState<Output, Failure: Error> {
     phase = .subscribed(subscription)
     switch policy {
     case .demandOne:
-      return waiter == nil ? .none : .request(subscription, .max(1))
+      defer { pendingDemand = .none }
+      return pendingDemand == .none ? .none : .request(subscription, pendingDemand)
     case .prefetch(let count):
       outstanding = count
       return .request(subscription, .max(count))
@@ -85,8 +92,7 @@ struct ValuesState<Output, Failure: Error> {
     case .finished, .terminal: return .none
     }
     if outstanding > 0 { outstanding -= 1 }
-    if let waiter {
-      self.waiter = nil
+    if let waiter = waiters.popFirst() {
       return .resume(waiter, value, demand: topUp())
     }
     switch policy {
@@ -102,22 +108,22 @@ struct ValuesState<Output, Failure: Error> {
     return .none
   }
 
-  /// The waiting consumer to end, with what to end it with; `nil` if nobody is waiting (the
-  /// completion is then handed out after the buffered values).
+  /// The waiting consumers to end, the first with `completion`, the others with the end; none
+  /// if nobody is waiting (the completion is then handed out after the buffered values).
   @inlinable mutating func receivedCompletion(_ completion: Subscribers.Completion<Failure>)
-    -> (Waiter, Next)?
+    -> (first: Waiter, next: Next, others: RingBuffer<Waiter>)?
   {
     switch phase {
     case .awaitingSubscription, .subscribed: break
     case .finished, .terminal: return nil
     }
-    guard let waiter else {
+    guard let first = waiters.popFirst() else {
       phase = .finished(completion)
       return nil
     }
-    self.waiter = nil
+    defer { waiters = RingBuffer() }
     phase = .terminal
-    return (waiter, Self.next(for: completion))
+    return (first, Self.next(for: completion), waiters)
   }
 
   // MARK: Consumer events
@@ -152,7 +158,6 @@ struct ValuesState<Output, Failure: Error> {
     case resume(Waiter, Next, topUp: (any Subscription, Subscribers.Demand)?)
     case request(any Subscription, Subscribers.Demand)
     case parked
-    case concurrentNext
   }
 
   /// The consumer's slow path: park `waiter` unless something arrived meanwhile.
@@ -163,24 +168,25 @@ struct ValuesState<Output, Failure: Error> {
     case .end(let completion):
       return .resume(waiter, Self.next(for: completion), topUp: nil)
     case .mustWait:
-      guard self.waiter == nil else { return .concurrentNext }
-      self.waiter = waiter
-      if case .demandOne = policy, let subscription {
-        return .request(subscription, .max(1))
+      waiters.append(waiter)
+      guard case .demandOne = policy else { return .parked }
+      guard let subscription else {
+        pendingDemand += 1
+        return .parked
       }
-      return .parked
+      return .request(subscription, .max(1))
     }
   }
 
-  /// Terminal. What to release after unlocking: the upstream to cancel and the consumer to
+  /// Terminal. What to release after unlocking: the upstream to cancel and the consumers to
   /// end. Idempotent.
   @inlinable mutating func cancelled()
-    -> (upstream: (any Subscription)?, waiter: Waiter?, buffer: RingBuffer<Output>)
+    -> (upstream: (any Subscription)?, waiters: RingBuffer<Waiter>, buffer: RingBuffer<Output>)
   {
     let upstream = subscription
-    let released = (upstream, waiter, buffer)
+    let released = (upstream, waiters, buffer)
     phase = .terminal
-    waiter = nil
+    waiters = RingBuffer()
     buffer = RingBuffer()
     return released
   }

@@ -5,6 +5,8 @@ struct ClosureStep<Input, UpstreamFailure: Error, State, Output, Failure: Error>
   @usableFromInline let name: StaticString
   @usableFromInline let upstreamDemand: UpstreamDemand
   @usableFromInline let countsDeliveries: Bool
+  @usableFromInline var earlySignals: EarlySignals = .ignored
+  @usableFromInline var reflect: (State, StepReflection) -> [Mirror.Child] = { _, _ in [] }
   @usableFromInline var state: State
   @usableFromInline let onValue: (inout State, Input) -> StepAction<Output, Failure>
   @usableFromInline let onCompletion:
@@ -29,6 +31,31 @@ struct ClosureStep<Input, UpstreamFailure: Error, State, Output, Failure: Error>
 
   @inlinable mutating func receive(_ input: Input) -> StepAction<Output, Failure> {
     onValue(&state, input)
+  }
+
+  @usableFromInline func children(_ reflection: StepReflection) -> [Mirror.Child] {
+    reflect(state, reflection)
+  }
+
+  /// This step with signals before the subscription handled as `policy` says.
+  @inlinable func early(_ policy: EarlySignals) -> ClosureStep {
+    var step = self
+    step.earlySignals = policy
+    return step
+  }
+
+  /// This step with a mirror of `children`.
+  @inlinable func mirror(
+    _ children: @escaping (State, StepReflection) -> [Mirror.Child]
+  ) -> ClosureStep {
+    var step = self
+    step.reflect = children
+    return step
+  }
+
+  /// This step with a mirror of one child, the downstream.
+  @inlinable func mirroringDownstream() -> ClosureStep {
+    mirror { _, reflection in [("downstream", reflection.downstream)] }
   }
 
   @inlinable mutating func receive(
@@ -97,7 +124,14 @@ extension ClosureStep {
         case .finished: .complete(final: result(state), .finished)
         case .failure(let error): .complete(final: nil, .failure(failure(error)))
         }
-      })
+      }
+    ).mirror { state, reflection in
+      // Combine's reducing family shows these four.
+      [
+        ("downstream", reflection.downstream), ("result", result(state) as Any),
+        ("initial", result(initial) as Any), ("status", reflection.status),
+      ]
+    }
   }
 }
 

@@ -28,7 +28,10 @@ struct DeliveryGate: ~Copyable, Sendable {
 
   @usableFromInline let word = Atomic<UInt>(unopenedBit)
 
-  @inlinable init() {}
+  /// A gate that starts unopened (no value before the subscription), or open when `open`.
+  @inlinable init(open: Bool = false) {
+    if open { word.store(0, ordering: .relaxed) }
+  }
 
   /// Admits deliveries, unless the gate closed first.
   @inlinable func open() {

@@ -22,6 +22,9 @@ protocol EmissionSource {
 
   /// Whether `request(.none)` traps, as it does in Combine for `Just`, `Optional` and `Result`.
   static var rejectsZeroDemand: Bool { get }
+
+  /// The subscription mirror's children, as Combine shows them for this source.
+  var reflectedChildren: [Mirror.Child] { get }
 }
 
 /// The demand state of an ``EmissionSubscription``, as a pure state machine.
@@ -111,7 +114,8 @@ struct EmissionState<Downstream> {
 /// of values costs one lock round trip, plus one atomic load per value for cancellation.
 @usableFromInline
 final class EmissionSubscription<Source: EmissionSource, Downstream: Subscriber>: Subscription,
-  CustomStringConvertible, CustomPlaygroundDisplayConvertible, @unchecked Sendable
+  CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
+  @unchecked Sendable
 where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
   // Safety: `state` is lock-protected. `source` and `lookahead` are touched only by the thread
   // that `EmissionState` made the drainer (or by `init`, before publication, and by `cancel`
@@ -214,10 +218,17 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
     state.withLock { $0.isTerminal } ? Source.finishedDescription : describedSource.liveDescription
   }
 
+  @usableFromInline var customMirror: Mirror {
+    Mirror(self, children: describedSource.reflectedChildren)
+  }
+
   @usableFromInline var playgroundDescription: Any { description }
 }
 
 extension EmissionSource {
+  /// No children unless the source says otherwise.
+  @usableFromInline var reflectedChildren: [Mirror.Child] { [] }
+
   /// Subscribes `downstream` to this source: an emission subscription when the source has
   /// values; otherwise `Subscriptions.empty` and the completion at once, as Combine does.
   @inlinable func subscribe<Downstream: Subscriber>(_ downstream: Downstream)
@@ -243,12 +254,16 @@ protocol SingleValueLabel {
 /// `request(.none)` traps, as in Combine.
 @usableFromInline
 struct SingleValueSource<Output, Failure: Error, Label: SingleValueLabel>: EmissionSource {
-  @usableFromInline var value: Output?
+  @usableFromInline let value: Output?
+  @usableFromInline var delivered = false
   @inlinable init(value: Output?) { self.value = value }
   @inlinable mutating func next() -> Output? {
-    defer { value = nil }
+    guard !delivered else { return nil }
+    delivered = true
     return value
   }
+  /// One unlabelled child, the value, as in Combine.
+  @usableFromInline var reflectedChildren: [Mirror.Child] { value.map { [(nil, $0)] } ?? [] }
   @inlinable var completion: Subscribers.Completion<Failure> { .finished }
   @usableFromInline var liveDescription: String { Label.label }
   @usableFromInline static var finishedDescription: String { Label.label }

@@ -24,6 +24,13 @@ protocol OperatorStep {
   /// remaining demand.
   var countsDeliveries: Bool { get }
 
+  /// What the operator does with a value, completion or request that arrives before its
+  /// upstream subscription.
+  var earlySignals: EarlySignals { get }
+
+  /// The mirror's children (Combine's, operator by operator), given what the subscription knows.
+  func children(_ reflection: StepReflection) -> [Mirror.Child]
+
   /// Handles one upstream value.
   mutating func receive(_ input: Input) -> StepAction<Output, Failure>
 
@@ -33,6 +40,33 @@ protocol OperatorStep {
   ) -> StepCompletion<Output, Failure>
 }
 
+/// What a ``StepSubscription`` does with signals that arrive before its upstream subscription.
+/// Combine is not uniform here, and code observes it, so each operator says which it is.
+@usableFromInline
+enum EarlySignals: Sendable, Equatable {
+  /// Dropped (the reducing family, dropFirst, drop(while:), replaceEmpty, replaceError).
+  case ignored
+  /// Handled as if subscribed: values are transformed and delivered, a completion ends the
+  /// subscription (tryMap, tryScan, encode, decode, output, collect(n)).
+  case processed
+  /// A contract violation: trap naming the operator (tryFilter, tryCompactMap, prefix(while:),
+  /// removeDuplicates and their try forms), including a downstream request.
+  case trapped
+}
+
+/// What a ``StepSubscription`` tells its step when a mirror is made.
+@usableFromInline
+struct StepReflection {
+  /// The downstream (`nil` once released).
+  @usableFromInline let downstream: Any
+  /// The subscription's phase, as text.
+  @usableFromInline let status: String
+  /// The upstream subscription (`nil` before it arrives and after the end).
+  @usableFromInline let upstream: Any
+  /// Whether the subscription has ended.
+  @usableFromInline let finished: Bool
+}
+
 /// How a ``StepSubscription`` turns its downstream's demand into requests to its upstream.
 @usableFromInline
 enum UpstreamDemand: Sendable, Equatable {
@@ -40,8 +74,6 @@ enum UpstreamDemand: Sendable, Equatable {
   case forward
   /// Each downstream request is multiplied (`collect(n)`: one array per `n` values).
   case scaled(by: Int)
-  /// Passed on, plus `count` with the first request (`dropFirst(count)`).
-  case forwardPlusFirst(Int)
   /// `.unlimited` as soon as the upstream subscribes; downstream demand is kept for the
   /// final value (reducing operators).
   case unlimited
@@ -49,7 +81,7 @@ enum UpstreamDemand: Sendable, Equatable {
   /// What to ask upstream for when the downstream asks for `demand`.
   @inlinable func scale(_ demand: Subscribers.Demand) -> Subscribers.Demand {
     switch self {
-    case .forward, .forwardPlusFirst: demand
+    case .forward: demand
     case .scaled(let factor): demand * factor
     case .unlimited: .none
     }

@@ -8,7 +8,7 @@
 /// |---|---|---|---|---|
 /// | `receivedSubscription(s)` | subscribed | cancel `s` | cancel `s` | cancel `s` |
 /// | `requested(n)` | — | record n; request from upstream (per policy) | deliver final, terminal | ignore |
-/// | `finished(final, c)` | — | final and no demand: awaitingDemand; else deliver, terminal | ignore | ignore |
+/// | `finished(final, c)` | as subscribed, with no upstream (`EarlySignals.processed`) | final and no demand: awaitingDemand; else deliver, terminal | ignore | ignore |
 /// | `cancelled` | terminal | terminal, cancel upstream | terminal, drop final | remember it: no completion after a final value in flight |
 ///
 /// `finished` comes from the upstream completing or from the step ending early (then the
@@ -26,8 +26,6 @@ struct StepControl<Output, Failure: Error> {
   @usableFromInline var phase = Phase.awaitingSubscription
   /// Everything the downstream requested so far.
   @usableFromInline var requested = Subscribers.Demand.none
-  /// `forwardPlusFirst` adds its count to the first request only.
-  @usableFromInline var addedFirst = false
   /// `cancel()` was called (even after the final value was handed over): a completion that
   /// would follow a final value is then not sent.
   @usableFromInline var cancelRequested = false
@@ -37,6 +35,27 @@ struct StepControl<Output, Failure: Error> {
   @inlinable var isSubscribed: Bool {
     if case .subscribed = phase { return true }
     return false
+  }
+
+  @inlinable var isAwaitingSubscription: Bool {
+    if case .awaitingSubscription = phase { return true }
+    return false
+  }
+
+  /// The phase as text, for mirrors.
+  var status: String {
+    switch phase {
+    case .awaitingSubscription: "awaitingSubscription"
+    case .subscribed(let upstream): "subscribed(\(upstream))"
+    case .awaitingDemand: "awaitingDemand"
+    case .terminal: "terminal"
+    }
+  }
+
+  /// The upstream subscription while subscribed.
+  var upstream: (any Subscription)? {
+    if case .subscribed(let upstream) = phase { return upstream }
+    return nil
   }
 
   @inlinable mutating func receivedSubscription(_ subscription: any Subscription) -> Bool {
@@ -57,11 +76,7 @@ struct StepControl<Output, Failure: Error> {
     switch phase {
     case .subscribed(let upstream):
       requested += demand
-      var upstreamDemand = policy.scale(demand)
-      if case .forwardPlusFirst(let count) = policy, !addedFirst {
-        addedFirst = true
-        upstreamDemand += count
-      }
+      let upstreamDemand = policy.scale(demand)
       return upstreamDemand > 0 ? .request(upstream, upstreamDemand) : .none
     case .awaitingDemand(let final, let completion):
       phase = .terminal
@@ -82,14 +97,19 @@ struct StepControl<Output, Failure: Error> {
   @inlinable mutating func finished(
     final: Output?, _ completion: Subscribers.Completion<Failure>,
     emitted: Int, returned: Subscribers.Demand
-  ) -> (upstream: (any Subscription)?, action: FinishAction) {
-    guard case .subscribed(let upstream) = phase else { return (nil, .none) }
+  ) -> (live: Bool, upstream: (any Subscription)?, action: FinishAction) {
+    let upstream: (any Subscription)?
+    switch phase {
+    case .subscribed(let subscription): upstream = subscription
+    case .awaitingSubscription: upstream = nil
+    case .awaitingDemand, .terminal: return (false, nil, .none)
+    }
     guard let final, (requested + returned) - emitted == .none else {
       phase = .terminal
-      return (upstream, .deliver(final, completion))
+      return (true, upstream, .deliver(final, completion))
     }
     phase = .awaitingDemand(final, completion)
-    return (upstream, .none)
+    return (true, upstream, .none)
   }
 
   /// Terminal; returns the upstream to cancel (when subscribed) and anything else to release.
@@ -140,8 +160,9 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
   @usableFromInline @exclusivity(unchecked) var held: Downstream?
   /// The downstream kept for a final value waiting for demand (guarded by `control`'s lock).
   @usableFromInline @exclusivity(unchecked) var finalRecipient: Downstream?
-  @usableFromInline let gate = DeliveryGate()
+  @usableFromInline let gate: DeliveryGate
   @usableFromInline let policy: UpstreamDemand
+  @usableFromInline let earlySignals: EarlySignals
   @usableFromInline let name: StaticString
   @usableFromInline let countsDeliveries: Bool
   @usableFromInline @exclusivity(unchecked) var step: Step
@@ -166,6 +187,8 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
   @inlinable init(step: Step, downstream: Downstream) {
     self.step = step
     held = downstream
+    earlySignals = step.earlySignals
+    gate = DeliveryGate(open: step.earlySignals == .processed)
     policy = step.upstreamDemand
     name = step.name
     countsDeliveries = step.countsDeliveries
@@ -190,7 +213,16 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
   }
 
   @inlinable func receive(_ input: Input) -> Subscribers.Demand {
-    gate.pass({ deliver(input) }, releasing: { held = nil }) ?? .none
+    if let demand = gate.pass({ deliver(input) }, releasing: { held = nil }) { return demand }
+    checkEarly("a value")
+    return .none
+  }
+
+  /// Traps when the step treats `signal` before the subscription as a contract violation.
+  @usableFromInline func checkEarly(_ signal: String) {
+    if earlySignals == .trapped, control.withLock({ $0.isAwaitingSubscription }) {
+      Violation.signalBeforeSubscription(signal, operator: description)
+    }
   }
 
   /// Runs the step on one value and acts on its answer; only inside the gate, so `held` is set.
@@ -217,7 +249,13 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
   }
 
   @inlinable func receive(completion: Subscribers.Completion<Step.UpstreamFailure>) {
-    guard control.withLock({ $0.isSubscribed }) else { return }
+    let live = control.withLock { control in
+      control.isSubscribed || (control.isAwaitingSubscription && earlySignals == .processed)
+    }
+    guard live else {
+      checkEarly("a completion")
+      return
+    }
     switch step.receive(completion: completion) {
     case .complete(let final, let completion):
       finish(final: final, completion, cancellingUpstream: false)
@@ -230,9 +268,9 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
   ) {
     let (upstream, action, recipient, release) = control.withLock {
       control -> ((any Subscription)?, Control.FinishAction, Downstream?, Bool) in
-      let (upstream, action) = control.finished(
+      let (live, upstream, action) = control.finished(
         final: final, completion, emitted: emitted, returned: returned)
-      guard upstream != nil else { return (nil, action, nil, false) }
+      guard live else { return (nil, action, nil, false) }
       // Live until now, so the gate is open and `held` is here: keep what the end needs.
       switch action {
       case .deliver: return (upstream, action, held, gate.close())
@@ -267,6 +305,7 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
 
   @inlinable func requestSpecialized(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
+    if earlySignals == .trapped { checkEarly("a request") }
     let (action, recipient) = control.withLock { control in
       let action = control.requested(demand, policy: policy)
       guard case .deliver = action else { return (action, Downstream?.none) }
@@ -295,9 +334,17 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
   }
 
   @usableFromInline var description: String { "\(name)" }
+  /// The step's children (Combine's for this operator); valid as soon as the operator has
+  /// subscribed upstream. Reads the step's state without synchronisation: a debugging view.
   @usableFromInline var customMirror: Mirror {
-    let downstream = gate.pass({ held }, releasing: { held = nil }) ?? nil
-    return Mirror(self, children: ["downstream": downstream as Any])
+    let live = gate.pass({ held }, releasing: { held = nil })
+    let (status, upstream, early) = control.withLock { control in
+      (control.status, control.upstream, control.isAwaitingSubscription ? held : nil)
+    }
+    let reflection = StepReflection(
+      downstream: (live ?? early) as Any, status: status, upstream: upstream as Any,
+      finished: status == "terminal")
+    return Mirror(self, children: step.children(reflection))
   }
   @usableFromInline var playgroundDescription: Any { description }
 }

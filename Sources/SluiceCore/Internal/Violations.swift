@@ -56,6 +56,20 @@ enum Violation {
   }
 
   @usableFromInline
+  static func signalBeforeSubscription(_ signal: String, operator name: String) -> Never {
+    fatalError(
+      "API Violation: \(name) received \(signal) before its upstream subscription: a publisher "
+        + "must call receive(subscription:) first")
+  }
+
+  @usableFromInline
+  static func unrequestedValue(operator name: String) -> Never {
+    fatalError(
+      "API Violation: \(name) received a value with no outstanding demand: a publisher must not "
+        + "send more values than were requested")
+  }
+
+  @usableFromInline
   static func internalInconsistency(_ what: String) -> Never {
     fatalError("Internal inconsistency: \(what)")
   }

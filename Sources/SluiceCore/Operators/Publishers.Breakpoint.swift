@@ -10,8 +10,9 @@ extension Publishers {
   /// Raises `SIGTRAP` (stopping in the debugger) when a closure says so, as Combine's
   /// `breakpoint`.
   ///
-  /// **Demand**, **Ordering**, **Cancellation**: passed through unchanged; each closure runs
-  /// just before its event is passed on.
+  /// **Demand**, **Ordering**, **Cancellation**: the upstream's subscription goes straight to the
+  /// downstream (none of its own, as in Combine); each closure runs just before its event is
+  /// passed on.
   public struct Breakpoint<Upstream: Publisher>: Publisher {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
@@ -36,19 +37,60 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      let (onSubscription, onOutput, onCompletion) =
-        (receiveSubscription, receiveOutput, receiveCompletion)
       upstream.receive(
-        subscriber: HookedSubscription(
-          "Breakpoint", downstream: subscriber,
-          hooks: EventHooks(
-            subscription: { if onSubscription?($0) == true { debuggerTrap() } },
-            value: { if onOutput?($0) == true { debuggerTrap() } },
-            returnedDemand: nil,
-            completion: { if onCompletion?($0) == true { debuggerTrap() } },
-            cancel: nil, request: nil)))
+        subscriber: BreakpointForwarding(
+          downstream: subscriber, receiveSubscription: receiveSubscription,
+          receiveOutput: receiveOutput, receiveCompletion: receiveCompletion))
     }
   }
+}
+
+/// The subscriber of `breakpoint`: runs each closure before passing its event on, and stops in
+/// the debugger when it returns `true`. No subscription of its own: the downstream receives the
+/// upstream's, as in Combine.
+@usableFromInline
+struct BreakpointForwarding<Downstream: Subscriber>: Subscriber, CustomStringConvertible,
+  CustomReflectable, CustomPlaygroundDisplayConvertible
+{
+  @usableFromInline typealias Input = Downstream.Input
+  @usableFromInline typealias Failure = Downstream.Failure
+
+  @usableFromInline let downstream: Downstream
+  @usableFromInline let receiveSubscription: ((any Subscription) -> Bool)?
+  @usableFromInline let receiveOutput: ((Input) -> Bool)?
+  @usableFromInline let receiveCompletion: ((Subscribers.Completion<Failure>) -> Bool)?
+  @usableFromInline let combineIdentifier = CombineIdentifier()
+
+  @inlinable init(
+    downstream: Downstream, receiveSubscription: ((any Subscription) -> Bool)?,
+    receiveOutput: ((Input) -> Bool)?,
+    receiveCompletion: ((Subscribers.Completion<Failure>) -> Bool)?
+  ) {
+    self.downstream = downstream
+    self.receiveSubscription = receiveSubscription
+    self.receiveOutput = receiveOutput
+    self.receiveCompletion = receiveCompletion
+  }
+
+  @inlinable func receive(subscription: any Subscription) {
+    if receiveSubscription?(subscription) == true { debuggerTrap() }
+    downstream.receive(subscription: subscription)
+  }
+
+  @inlinable func receive(_ input: Input) -> Subscribers.Demand {
+    if receiveOutput?(input) == true { debuggerTrap() }
+    return downstream.receive(input)
+  }
+
+  @inlinable func receive(completion: Subscribers.Completion<Failure>) {
+    if receiveCompletion?(completion) == true { debuggerTrap() }
+    downstream.receive(completion: completion)
+  }
+
+  @usableFromInline var description: String { "Breakpoint" }
+  /// No children, as in Combine.
+  @usableFromInline var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  @usableFromInline var playgroundDescription: Any { description }
 }
 
 /// Stops in the debugger (`SIGTRAP`).
@@ -105,7 +147,8 @@ extension Publishers {
       let (prefix, file, line) = (self.prefix, self.file, self.line)
       upstream.receive(
         subscriber: Forwarding(
-          "AssertNoFailure", downstream: subscriber, value: { $0 },
+          "AssertNoFailure", downstream: subscriber,
+          children: [("file", file), ("line", line), ("prefix", prefix)], value: { $0 },
           failure: { error in
             Violation.unexpectedFailure(error, prefix: prefix, file: file, line: line)
           }))

@@ -48,6 +48,11 @@ extension Publishers {
           subscriber,
           through: ClosureStep.filtering("Encode", failure: anyError) { value in
             attempt { try encoder.encode(value) }
+          }.early(.processed).mirror { _, reflection in
+            [
+              ("downstream", reflection.downstream), ("finished", reflection.finished),
+              ("upstreamSubscription", reflection.upstream),
+            ]
           }))
     }
   }
@@ -79,6 +84,11 @@ extension Publishers {
           subscriber,
           through: ClosureStep.filtering("Decode", failure: anyError) { value in
             attempt { try decoder.decode(Output.self, from: value) }
+          }.early(.processed).mirror { _, reflection in
+            [
+              ("downstream", reflection.downstream), ("finished", reflection.finished),
+              ("upstreamSubscription", reflection.upstream),
+            ]
           }))
     }
   }

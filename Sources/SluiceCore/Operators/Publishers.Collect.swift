@@ -26,7 +26,8 @@ extension Publishers {
               values.append(value)
               return .success(false)
             },
-            result: { $0 })))
+            result: { $0 }
+          ).mirror { values, _ in [("count", values.count)] }))
     }
   }
 
@@ -72,14 +73,21 @@ extension Publishers {
                 return .complete(final: batch, .finished)
               }
               return .complete(final: nil, completion)
-            })))
+            }
+          ).early(.processed).mirror { batch, reflection in
+            [
+              ("downstream", reflection.downstream),
+              ("upstreamSubscription", reflection.upstream), ("buffer", batch), ("count", count),
+            ]
+          }))
     }
   }
 
   /// Ignores every value and passes the completion on, as Combine's `ignoreOutput()`.
   ///
-  /// **Demand**: `.unlimited` upstream. **Ordering**: only the completion. **Cancellation**:
-  /// cancels the upstream.
+  /// **Demand**: `.unlimited` upstream, requested on the upstream's subscription right after
+  /// handing it to the downstream (no subscription of its own, as in Combine). **Ordering**:
+  /// only the completion. **Cancellation**: goes straight upstream.
   public struct IgnoreOutput<Upstream: Publisher>: Publisher {
     public typealias Output = Never
     public typealias Failure = Upstream.Failure
@@ -92,13 +100,7 @@ extension Publishers {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.receive(
-        subscriber: StepSubscription(
-          subscriber,
-          through: ClosureStep.reducing(
-            "IgnoreOutput", initial: (), failure: same,
-            next: { (_: inout Void, _: Upstream.Output) in .success(false) },
-            result: { _ -> Never? in nil })))
+      upstream.receive(subscriber: IgnoringForwarding<Upstream.Output, S>(downstream: subscriber))
     }
   }
 }

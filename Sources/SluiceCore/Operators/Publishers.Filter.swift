@@ -1,8 +1,9 @@
 extension Publishers {
   /// Republishes the values that satisfy a predicate, as Combine's `filter`.
   ///
-  /// **Demand**: passed upstream; each rejected value asks upstream for one more.
-  /// **Ordering**: the upstream's. **Cancellation**: cancels the upstream.
+  /// **Demand**: the downstream's requests go straight upstream (no subscription of its own, as
+  /// in Combine); each rejected value asks upstream for one more.
+  /// **Ordering**: the upstream's. **Cancellation**: goes straight upstream.
   public struct Filter<Upstream: Publisher>: Publisher {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
@@ -20,11 +21,9 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       upstream.receive(
-        subscriber: StepSubscription(
-          subscriber,
-          through: ClosureStep.filtering("Filter", failure: same) { [isIncluded] in
-            isIncluded($0) ? .success($0) : nil
-          }))
+        subscriber: FilterForwarding("Filter", downstream: subscriber) { [isIncluded] in
+          isIncluded($0) ? $0 : nil
+        })
     }
   }
 
@@ -54,14 +53,15 @@ extension Publishers {
           subscriber,
           through: ClosureStep.filtering("TryFilter", failure: anyError) { [isIncluded] value in
             attempt { try isIncluded(value) }.flatMapToOptional { $0 ? value : nil }
-          }))
+          }.early(.trapped).mirroringDownstream()))
     }
   }
 
   /// Republishes the non-`nil` results of a closure, as Combine's `compactMap`.
   ///
-  /// **Demand**: passed upstream; each `nil` result asks upstream for one more.
-  /// **Ordering**: the upstream's. **Cancellation**: cancels the upstream.
+  /// **Demand**: the downstream's requests go straight upstream (no subscription of its own, as
+  /// in Combine); each `nil` result asks upstream for one more.
+  /// **Ordering**: the upstream's. **Cancellation**: goes straight upstream.
   public struct CompactMap<Upstream: Publisher, Output>: Publisher {
     public typealias Failure = Upstream.Failure
 
@@ -78,11 +78,7 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       upstream.receive(
-        subscriber: StepSubscription(
-          subscriber,
-          through: ClosureStep.filtering("CompactMap", failure: same) { [transform] in
-            transform($0).map { .success($0) }
-          }))
+        subscriber: FilterForwarding("CompactMap", downstream: subscriber, transform: transform))
     }
   }
 
@@ -111,7 +107,7 @@ extension Publishers {
           subscriber,
           through: ClosureStep.filtering("TryCompactMap", failure: anyError) { [transform] value in
             attempt { try transform(value) }.flatMapToOptional { $0 }
-          }))
+          }.early(.trapped).mirroringDownstream()))
     }
   }
 }

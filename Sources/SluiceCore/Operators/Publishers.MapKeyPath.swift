@@ -20,7 +20,9 @@ extension Publishers {
     where Output == S.Input, Failure == S.Failure {
       let keyPath = self.keyPath
       upstream.receive(
-        subscriber: Forwarding("ValueForKey", downstream: subscriber) { $0[keyPath: keyPath] })
+        subscriber: Forwarding(
+          "ValueForKey", downstream: subscriber, children: [("keyPath", keyPath)]
+        ) { $0[keyPath: keyPath] })
     }
   }
 
@@ -51,7 +53,10 @@ extension Publishers {
     where Output == S.Input, Failure == S.Failure {
       let (keyPath0, keyPath1) = (self.keyPath0, self.keyPath1)
       upstream.receive(
-        subscriber: Forwarding("ValueForKeys", downstream: subscriber) {
+        subscriber: Forwarding(
+          "ValueForKeys", downstream: subscriber,
+          children: [("keyPath0", keyPath0), ("keyPath1", keyPath1)]
+        ) {
           ($0[keyPath: keyPath0], $0[keyPath: keyPath1])
         })
     }
@@ -86,7 +91,10 @@ extension Publishers {
     where Output == S.Input, Failure == S.Failure {
       let (keyPath0, keyPath1, keyPath2) = (self.keyPath0, self.keyPath1, self.keyPath2)
       upstream.receive(
-        subscriber: Forwarding("ValueForKeys", downstream: subscriber) {
+        subscriber: Forwarding(
+          "ValueForKeys", downstream: subscriber,
+          children: [("keyPath0", keyPath0), ("keyPath1", keyPath1), ("keyPath2", keyPath2)]
+        ) {
           ($0[keyPath: keyPath0], $0[keyPath: keyPath1], $0[keyPath: keyPath2])
         })
     }

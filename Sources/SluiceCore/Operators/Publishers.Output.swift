@@ -34,7 +34,7 @@ extension Publishers {
             if index < range.lowerBound { return .drop(requesting: .max(1)) }
             if index + 1 < range.upperBound { return .emit(value) }
             return index + 1 == range.upperBound ? .emitAndFinish(value) : .finish(final: nil)
-          }))
+          }.early(.processed)))
     }
   }
 }
@@ -80,8 +80,10 @@ extension Publisher {
 extension Publishers {
   /// Omits the first values of the upstream, as Combine's `dropFirst(_:)`.
   ///
-  /// **Demand**: passed upstream, plus `count` with the first request, so that dropping needs
-  /// no extra round trips. **Ordering**: the upstream's. **Cancellation**: cancels the upstream.
+  /// **Demand**: the downstream receives the subscription at once (as in Combine); what it
+  /// requests before the upstream subscribes is summed and sent with `count` added when it does,
+  /// later requests go straight upstream, so dropping needs no extra round trips.
+  /// **Ordering**: the upstream's. **Cancellation**: cancels the upstream.
   public struct Drop<Upstream: Publisher>: Publisher {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
@@ -90,27 +92,20 @@ extension Publishers {
     /// How many values to omit.
     public let count: Int
 
-    /// Traps if `count` is negative.
     @inlinable
     public init(upstream: Upstream, count: Int) {
-      if count < 0 { Violation.negativeCount(count, operator: "dropFirst(_:)") }
       self.upstream = upstream
       self.count = count
     }
 
+    /// Traps if `count` is negative (when subscribed, as in Combine).
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      upstream.receive(
-        subscriber: StepSubscription(
-          subscriber,
-          through: ClosureStep.passing(
-            "Drop", demand: .forwardPlusFirst(count), state: count, failure: same
-          ) { (remaining: inout Int, value: Output) in
-            guard remaining > 0 else { return .emit(value) }
-            remaining -= 1
-            return .drop(requesting: .none)
-          }))
+      if count < 0 { Violation.negativeCount(count, operator: "dropFirst(_:)") }
+      let subscription = DropFirstSubscription(downstream: subscriber, count: count)
+      subscription.start()
+      upstream.receive(subscriber: subscription)
     }
   }
 }

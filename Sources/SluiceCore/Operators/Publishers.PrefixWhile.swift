@@ -27,7 +27,7 @@ extension Publishers {
           through: ClosureStep.passing("PrefixWhile", state: (), failure: same) {
             [predicate] (_: inout Void, value: Output) in
             predicate(value) ? .emit(value) : .finish(final: nil)
-          }))
+          }.early(.trapped).mirroringDownstream()))
     }
   }
 
@@ -62,7 +62,7 @@ extension Publishers {
             case .success(false): .finish(final: nil)
             case .failure(let error): .fail(error)
             }
-          }))
+          }.early(.trapped).mirroringDownstream()))
     }
   }
 

@@ -96,7 +96,12 @@ final class PrintLog: @unchecked Sendable {
         return state.pending
       }
       if lines.isEmpty { return }
-      for each in lines { stream?.write(each + "\n") }
+      // The writes `Swift.print(_:to:)` makes: an empty string, the text, the line break.
+      for each in lines {
+        stream?.write("")
+        stream?.write(each)
+        stream?.write("\n")
+      }
     }
   }
 

@@ -29,6 +29,8 @@ extension Publishers {
             if let last = previous, predicate(last, value) { return .drop(requesting: .max(1)) }
             previous = value
             return .emit(value)
+          }.early(.trapped).mirror { last, reflection in
+            [("downstream", reflection.downstream), ("last", last as Any)]
           }))
     }
   }
@@ -69,6 +71,8 @@ extension Publishers {
             }
             previous = value
             return .emit(value)
+          }.early(.trapped).mirror { last, reflection in
+            [("downstream", reflection.downstream), ("last", last as Any)]
           }))
     }
   }

@@ -1,8 +1,9 @@
 extension Publishers {
   /// Publishes each new partial result of folding the upstream's values, as Combine's `scan`.
   ///
-  /// **Demand**: passed upstream unchanged (one result per value). **Ordering**: the
-  /// upstream's. **Cancellation**: cancels the upstream.
+  /// **Demand**: the downstream's requests go straight upstream (no subscription of its own, as
+  /// in Combine; one result per value). **Ordering**: the upstream's. **Cancellation**: goes
+  /// straight upstream.
   public struct Scan<Upstream: Publisher, Output>: Publisher {
     public typealias Failure = Upstream.Failure
 
@@ -24,14 +25,8 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       upstream.receive(
-        subscriber: StepSubscription(
-          subscriber,
-          through: ClosureStep.passing(
-            "Scan", state: initialResult, failure: same
-          ) { [nextPartialResult] (result: inout Output, value: Upstream.Output) in
-            result = nextPartialResult(result, value)
-            return .emit(result)
-          }))
+        subscriber: ScanForwarding(
+          downstream: subscriber, initial: initialResult, next: nextPartialResult))
     }
   }
 
@@ -73,6 +68,11 @@ extension Publishers {
             case .failure(let error):
               return .fail(error)
             }
+          }.early(.processed).mirror { result, reflection in
+            [
+              ("downstream", reflection.downstream), ("status", reflection.status),
+              ("result", result),
+            ]
           }))
     }
   }

@@ -17,7 +17,7 @@ public struct CombineIdentifier: Hashable, CustomStringConvertible, Sendable {
 
   /// Creates an identifier for `object`, stable for its lifetime.
   public init(_ object: AnyObject) {
-    rawValue = UInt64(UInt(bitPattern: ObjectIdentifier(object).hashValue))
+    rawValue = UInt64(UInt(bitPattern: ObjectIdentifier(object)))
   }
 
   public var description: String { "0x" + String(rawValue, radix: 16) }

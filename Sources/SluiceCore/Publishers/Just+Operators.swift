@@ -209,3 +209,27 @@ extension Just {
     tryReduce(initialResult, nextPartialResult)
   }
 }
+
+extension Just {
+  /// `elements`, then the value (computed now, as in Combine).
+  public func prepend(_ elements: Output...) -> Publishers.Sequence<[Output], Never> {
+    prepend(elements)
+  }
+
+  /// `elements`, then the value (computed now, as in Combine).
+  public func prepend<S: Sequence>(_ elements: S) -> Publishers.Sequence<[Output], Never>
+  where Output == S.Element {
+    Publishers.Sequence(sequence: elements + [output])
+  }
+
+  /// The value, then `elements` (computed now, as in Combine).
+  public func append(_ elements: Output...) -> Publishers.Sequence<[Output], Never> {
+    append(elements)
+  }
+
+  /// The value, then `elements` (computed now, as in Combine).
+  public func append<S: Sequence>(_ elements: S) -> Publishers.Sequence<[Output], Never>
+  where Output == S.Element {
+    Publishers.Sequence(sequence: [output] + elements)
+  }
+}

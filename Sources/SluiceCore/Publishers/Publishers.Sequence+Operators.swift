@@ -284,3 +284,41 @@ extension Publishers.Sequence where Elements: RandomAccessCollection {
     Result<Int, Failure>.Publisher(sequence.count)
   }
 }
+
+extension Publishers.Sequence where Elements: RangeReplaceableCollection {
+  /// `elements`, then this sequence's, built with the collection's own `+` when applied.
+  public func prepend(_ elements: Output...) -> Publishers.Sequence<Elements, Failure> {
+    prepend(elements)
+  }
+
+  /// `elements`, then this sequence's, built with the collection's own `+` when applied.
+  public func prepend<S: Sequence>(_ elements: S) -> Publishers.Sequence<Elements, Failure>
+  where Elements.Element == S.Element {
+    Publishers.Sequence(sequence: elements + sequence)
+  }
+
+  /// `publisher`'s elements, then this sequence's, built with the collection's own `+`.
+  public func prepend(
+    _ publisher: Publishers.Sequence<Elements, Failure>
+  ) -> Publishers.Sequence<Elements, Failure> {
+    prepend(publisher.sequence)
+  }
+
+  /// This sequence's elements, then `elements`, built with the collection's own `+`.
+  public func append(_ elements: Output...) -> Publishers.Sequence<Elements, Failure> {
+    append(elements)
+  }
+
+  /// This sequence's elements, then `elements`, built with the collection's own `+`.
+  public func append<S: Sequence>(_ elements: S) -> Publishers.Sequence<Elements, Failure>
+  where Elements.Element == S.Element {
+    Publishers.Sequence(sequence: sequence + elements)
+  }
+
+  /// This sequence's elements, then `publisher`'s, built with the collection's own `+`.
+  public func append(
+    _ publisher: Publishers.Sequence<Elements, Failure>
+  ) -> Publishers.Sequence<Elements, Failure> {
+    append(publisher.sequence)
+  }
+}

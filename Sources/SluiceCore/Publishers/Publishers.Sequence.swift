@@ -54,5 +54,6 @@ struct SequenceSource<Elements: Sequence, Failure: Error>: EmissionSource {
   @inlinable var completion: Subscribers.Completion<Failure> { .finished }
   @usableFromInline var liveDescription: String { String(describing: sequence) }
   @usableFromInline static var finishedDescription: String { "Sequence" }
+  @usableFromInline var reflectedChildren: [Mirror.Child] { [("sequence", sequence)] }
   @inlinable static var rejectsZeroDemand: Bool { false }
 }

@@ -90,6 +90,11 @@ extension Record.Recording: Codable where Output: Codable, Failure: Codable {
   }
 
   public func encode(to encoder: any Encoder) throws {
+    try encode(into: encoder)
+  }
+
+  /// Encodes the recording into `encoder` (the same output as `encode(to:)`), as in Combine.
+  public func encode(into encoder: any Encoder) throws {
     var container = encoder.container(keyedBy: CodingKeys.self)
     try container.encode(output, forKey: .output)
     try container.encode(completion, forKey: .completion)

@@ -73,6 +73,6 @@ public struct ImmediateScheduler: Scheduler, Sendable {
     tolerance: SchedulerTimeType.Stride, options: Never?, _ action: @escaping () -> Void
   ) -> any Cancellable {
     action()
-    return AnyCancellable {}
+    return Subscriptions.empty
   }
 }

@@ -2,9 +2,6 @@ public import Foundation
 import Synchronization
 
 extension OperationQueue: Scheduler {
-  /// The scheduler time type used by the operation queue: a `Date`.
-  public typealias SchedulerTimeType = DateSchedulerTime
-
   /// Options that affect the operation of the operation queue scheduler (none, as in Combine).
   public struct SchedulerOptions: Sendable {}
 

@@ -1,9 +1,6 @@
 public import Foundation
 
 extension RunLoop: Scheduler {
-  /// The scheduler time type used by the run loop: a `Date`.
-  public typealias SchedulerTimeType = DateSchedulerTime
-
   /// Options that affect the operation of the run loop scheduler (none, as in Combine).
   public struct SchedulerOptions: Sendable {}
 

@@ -30,7 +30,7 @@ public final class CurrentValueSubject<Output, Failure: Error>: Subject, @unchec
       }
       return value
     }
-    set { send(newValue) }
+    set { core.send(newValue, storingAfterCompletion: true) }
   }
 
   @inlinable
@@ -39,7 +39,8 @@ public final class CurrentValueSubject<Output, Failure: Error>: Subject, @unchec
     core.subscribe(subscriber)
   }
 
-  /// Sets the current value and sends it to every subscriber with demand.
+  /// Sets the current value and sends it to every subscriber with demand. After the subject
+  /// completed it does nothing (as in Combine; setting ``value`` still stores the new value).
   @inlinable
   public func send(_ input: Output) { core.send(input) }
 

@@ -63,11 +63,15 @@ final class SubjectCore<Output, Failure: Error>: @unchecked Sendable {
   }
 
   /// Sends `value` to every attached subscriber with demand; for a subject with a current
-  /// value, also makes it the current value (even after completion, when nothing is sent).
+  /// value, also makes it the current value (after completion only when
+  /// `storingAfterCompletion`: setting `CurrentValueSubject.value` stores, `send(_:)` does not).
   @inlinable
-  func send(_ value: Output) {
+  func send(_ value: Output, storingAfterCompletion: Bool = false) {
     let conduits = state.withLock { state -> ContiguousArray<ConduitEntry<Output, Failure>> in
-      if replaysCurrentValue { state.currentValue = value }
+      // Combine: `send(_:)` after completion leaves `value` as it was; setting `value` stores.
+      if replaysCurrentValue, state.completion == nil || storingAfterCompletion {
+        state.currentValue = value
+      }
       return state.completion == nil ? state.conduits : []
     }
     // Indexing borrows each entry instead of copying (retaining) its three references.

@@ -121,8 +121,14 @@ final class Conduit<Downstream: Subscriber>: Subscription,
   }
 
   @usableFromInline var customMirror: Mirror {
-    let (downstream, demand) = state.withLock { ($0.downstream, $0.demand) }
-    return Mirror(self, children: ["downstream": downstream as Any, "demand": demand])
+    let (parent, downstream, demand) = state.withLock { ($0.parent, $0.downstream, $0.demand) }
+    // Combine's children; `parent`, `downstream` and `subject` read nil once it has ended.
+    return Mirror(
+      self,
+      children: [
+        ("parent", parent as Any), ("downstream", downstream as Any), ("demand", demand),
+        ("subject", parent as Any),
+      ])
   }
 
   @usableFromInline var playgroundDescription: Any { description }
