@@ -159,13 +159,31 @@ extension Just {
   /// Itself (`predicate` is never called with one value).
   public func removeDuplicates(by predicate: (Output, Output) -> Bool) -> Just<Output> { self }
 
-  /// The value (`predicate` is never called with one value), with `any Error` as failure type.
+  /// The value, after calling `predicate(output, output)` once (as Combine does); an error it
+  /// throws becomes the failure.
   public func tryRemoveDuplicates(by predicate: (Output, Output) throws -> Bool)
-    -> Result<
-      Output, any Error
-    >.Publisher
+    -> Result<Output, any Error>.Publisher
   {
-    Result<Output, any Error>.Publisher(output)
+    Result<Output, any Error>.Publisher(
+      Result<Output, Never>.success(output).checkedOnce(by: predicate))
+  }
+
+  /// The value, after calling `areInIncreasingOrder(output, output)` once (as Combine does); an
+  /// error it throws becomes the failure.
+  public func tryMin(by areInIncreasingOrder: (Output, Output) throws -> Bool)
+    -> Result<Output, any Error>.Publisher
+  {
+    Result<Output, any Error>.Publisher(
+      Result<Output, Never>.success(output).checkedOnce(by: areInIncreasingOrder))
+  }
+
+  /// The value, after calling `areInIncreasingOrder(output, output)` once (as Combine does); an
+  /// error it throws becomes the failure.
+  public func tryMax(by areInIncreasingOrder: (Output, Output) throws -> Bool)
+    -> Result<Output, any Error>.Publisher
+  {
+    Result<Output, any Error>.Publisher(
+      Result<Output, Never>.success(output).checkedOnce(by: areInIncreasingOrder))
   }
 
   /// Itself: it never fails.

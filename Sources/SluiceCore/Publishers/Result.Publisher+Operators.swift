@@ -33,6 +33,15 @@ extension Result {
     case .failure(let error): .failure(error)
     }
   }
+
+  /// The success after calling `compare(value, value)` once, as Combine's single-value `tryMin`,
+  /// `tryMax` and `tryRemoveDuplicates` do; an error it throws becomes the failure.
+  func checkedOnce(by compare: (Success, Success) throws -> Bool) -> Result<Success, any Error> {
+    attemptMap { value in
+      _ = try compare(value, value)
+      return value
+    }
+  }
 }
 
 extension Result.Publisher {
@@ -73,14 +82,15 @@ extension Result.Publisher {
     .Publisher
   { self }
 
-  /// The value or the failure, with `any Error` as failure type (`areInIncreasingOrder` is
-  /// never called with one value).
+  /// The value or the failure, with `any Error` as failure type; on a value,
+  /// `areInIncreasingOrder(value, value)` is called once (as Combine does) and an error it throws
+  /// becomes the failure.
   public func tryMin(by areInIncreasingOrder: (Output, Output) throws -> Bool)
     -> Result<
       Output, any Error
     >.Publisher
   {
-    Result<Output, any Error>.Publisher(result.attemptMap { $0 })
+    Result<Output, any Error>.Publisher(result.checkedOnce(by: areInIncreasingOrder))
   }
 
   /// Itself.
@@ -89,14 +99,15 @@ extension Result.Publisher {
     .Publisher
   { self }
 
-  /// The value or the failure, with `any Error` as failure type (`areInIncreasingOrder` is
-  /// never called with one value).
+  /// The value or the failure, with `any Error` as failure type; on a value,
+  /// `areInIncreasingOrder(value, value)` is called once (as Combine does) and an error it throws
+  /// becomes the failure.
   public func tryMax(by areInIncreasingOrder: (Output, Output) throws -> Bool)
     -> Result<
       Output, any Error
     >.Publisher
   {
-    Result<Output, any Error>.Publisher(result.attemptMap { $0 })
+    Result<Output, any Error>.Publisher(result.checkedOnce(by: areInIncreasingOrder))
   }
 
   /// One, or the failure.
@@ -143,13 +154,15 @@ extension Result.Publisher {
     >.Publisher
   { self }
 
-  /// The value or the failure, with `any Error` as failure type.
+  /// The value or the failure, with `any Error` as failure type; on a value,
+  /// `predicate(value, value)` is called once (as Combine does) and an error it throws becomes the
+  /// failure.
   public func tryRemoveDuplicates(by predicate: (Output, Output) throws -> Bool)
     -> Result<
       Output, any Error
     >.Publisher
   {
-    Result<Output, any Error>.Publisher(result.attemptMap { $0 })
+    Result<Output, any Error>.Publisher(result.checkedOnce(by: predicate))
   }
 
   /// The value, or `output` in place of the failure.

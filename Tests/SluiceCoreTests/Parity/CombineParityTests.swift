@@ -216,6 +216,25 @@ struct CombineParityTests {
     #expect(subject.value == 3)
   }
 
+  @Test func singleValueTryComparisonsCallTheClosureOnceAndFailWithItsError() throws {
+    var calls: [[Int]] = []
+    let kept = Just(4).tryMin { calls.append([$0, $1]); return $0 < $1 }
+    #expect(calls == [[4, 4]])
+    #expect(try kept.result.get() == 4)
+    let failed = Just(4).tryRemoveDuplicates { _, _ in throw TestError(code: 9) }
+    #expect(throws: TestError.self) { try failed.result.get() }
+    let result = Result<Int, TestError>.success(2).publisher.tryMax { _, _ in
+      throw TestError(code: 3)
+    }
+    #expect(throws: TestError.self) { try result.result.get() }
+    // A failure passes through without calling the closure.
+    let failure = Result<Int, TestError>.failure(TestError(code: 1)).publisher.tryMin { _, _ in
+      Issue.record("called on a failure")
+      return true
+    }
+    #expect(throws: TestError.self) { try failure.result.get() }
+  }
+
   @Test func immediateSchedulerRepeatingRunsOnceAndReturnsTheEmptySubscription() {
     var runs = 0
     let scheduler = ImmediateScheduler.shared
