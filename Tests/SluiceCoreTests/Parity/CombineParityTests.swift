@@ -218,7 +218,9 @@ struct CombineParityTests {
 
   @Test func singleValueTryComparisonsCallTheClosureOnceAndFailWithItsError() throws {
     var calls: [[Int]] = []
-    let kept = Just(4).tryMin { calls.append([$0, $1]); return $0 < $1 }
+    let kept = Just(4).tryMin {
+      calls.append([$0, $1]); return $0 < $1
+    }
     #expect(calls == [[4, 4]])
     #expect(try kept.result.get() == 4)
     let failed = Just(4).tryRemoveDuplicates { _, _ in throw TestError(code: 9) }
