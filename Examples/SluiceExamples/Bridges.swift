@@ -40,6 +40,21 @@ import SluiceTesting
   }
   lines.append("AsyncProducer countdown: \((try? await countdown.allValues()) ?? [])")
 
+  // One iterator awaited from two tasks at once, as Combine allows: each value goes to exactly
+  // one of them (the one that has waited longest), and both end when the publisher finishes.
+  let shared = SharedIterator((1...6).publisher.values.makeAsyncIterator())
+  let halves = await withTaskGroup(of: [Int].self) { group in
+    for _ in 0..<2 {
+      group.addTask {
+        var got: [Int] = []
+        while let value = await shared.next() { got.append(value) }
+        return got
+      }
+    }
+    return await group.reduce(into: []) { $0.append($1) }
+  }
+  lines.append("two tasks sharing one iterator got \(halves.joined().sorted()), each value once")
+
   // Awaiting single results.
   let first = (try? await (10...20).publisher.firstValue()) ?? 0
   let last = (try? await (10...20).publisher.lastValue()) ?? 0
@@ -92,4 +107,18 @@ import SluiceTesting
   cancellables.removeAll()
   lines.append("a stored Task was \(await task.value)")
   return lines
+}
+
+/// One async iterator handed to several tasks. A publisher's `values` iterator is a handle on
+/// one shared bridge, so each task can call `next()` on its own copy.
+struct SharedIterator<Base: AsyncIteratorProtocol>: @unchecked Sendable
+where Base.Failure == Never {
+  // Safety: only for iterators whose copies share one state that may be awaited from several
+  // tasks at once, as a publisher's `values` iterator's do.
+  let base: Base
+  init(_ base: Base) { self.base = base }
+  func next() async -> Base.Element? {
+    var copy = base
+    return await copy.next(isolation: nil)
+  }
 }

@@ -106,6 +106,8 @@ struct TourError: Error, CustomStringConvertible {
     "dropFirst(3): \(await valuesOf(letters.dropFirst(3)))",
     "drop(while:): \(await valuesOf(letters.drop { $0 < "c" }))",
     "tryDrop(while:): \(await outcomeOf(letters.tryDrop { s in if s == "b" { throw TourError(reason: "b!") }; return true }))",
+    // On Just these are computed when applied, as in Combine: a Publishers.Sequence<[String], Never>.
+    "Just.prepend / append: \(await valuesOf(Just("c").prepend("a", "b").append(["d"])))",
   ]
 }
 

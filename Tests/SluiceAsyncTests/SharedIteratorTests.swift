@@ -1,17 +1,21 @@
 import SluiceAsync
 import SluiceTesting
-import Synchronization
 import Testing
 
 /// One `values` iterator awaited from several tasks at once, as Combine allows.
 @Suite("publisher.values shared between tasks")
 struct SharedIteratorTests {
-  /// A reference to one iterator, so several tasks can call `next()` on it.
-  final class Shared<Base: AsyncIteratorProtocol>: @unchecked Sendable {
-    // Safety: the tested iterator is itself safe to call from several tasks at once.
-    var base: Base
+  /// One iterator handed to several tasks: copies of a `values` iterator share one bridge, so
+  /// each `next()` runs on its own copy.
+  struct Shared<Base: AsyncIteratorProtocol>: @unchecked Sendable {
+    // Safety: the tested iterator's copies share one state that is safe to await from several
+    // tasks at once.
+    let base: Base
     init(_ base: Base) { self.base = base }
-    func next() async throws -> Base.Element? { try await base.next() }
+    func next() async throws -> Base.Element? {
+      var copy = base
+      return try await copy.next()
+    }
   }
 
   @Test func waitersAreServedOldestFirstAndEachRequestsOne() async throws {
@@ -65,19 +69,45 @@ struct SharedIteratorTests {
     let source = DelayedSubscriptionPublisher()
     let iterator = Shared(source.values.makeAsyncIterator())
     let waiters = (0..<2).map { _ in Task { try await iterator.next() } }
-    while source.pendingWaiters.load(ordering: .acquiring) == 0 { await Task.yield() }
-    // Parking is not observable from outside the bridge; give both tasks ample time to park.
-    try await Task.sleep(for: .milliseconds(200))
+    // Wait for the effect itself: both tasks parked in the bridge, their demand pending.
+    while source.bridgeChild("waiting") as? Int != 2 { await Task.yield() }
+    #expect(source.bridgeChild("pendingDemand") as? Subscribers.Demand == .max(2))
     let subscription = source.subscribe()
     #expect(subscription.requests == [.max(2)])
     source.cancelAll()
     for waiter in waiters { _ = try await waiter.value }
   }
 
-  @Test func theSubscriberIsCancellable() {
+  @Test func aValueBeforeTheSubscriptionGoesToTheWaitingTask() async throws {
+    let source = DelayedSubscriptionPublisher()
+    let iterator = Shared(source.values.makeAsyncIterator())
+    let waiter = Task { try await iterator.next() }
+    while source.bridgeChild("waiting") as? Int != 1 { await Task.yield() }
+    source.send(5)  // unrequested, before any subscription: kept, not lost (Combine drops it)
+    #expect(try await waiter.value == 5)
+    source.cancelAll()
+  }
+
+  @MainActor
+  @Test func mainActorTasksShareOneIteratorOverAPublishedProperty() async throws {
+    final class Model {
+      @Published var query = ""
+    }
+    let model = Model()  // a main-actor-owned class, as in an app
+    // Lossless, so the assignments are kept whether or not a reader is waiting yet.
+    let values = model.$query.dropFirst().values(bufferingPolicy: .unbounded)
+    let iterator = Shared(values.makeAsyncIterator())
+    let readers = (0..<2).map { _ in Task { @MainActor in try await iterator.next() } }
+    for query in ["a", "b"] { model.query = query }
+    var seen: [String] = []
+    for reader in readers { seen.append(try await reader.value ?? "nil") }
+    #expect(seen.sorted() == ["a", "b"])
+  }
+
+  @Test func theSubscriberIsCancellable() throws {
     let source = DelayedSubscriptionPublisher()
     _ = source.values.makeAsyncIterator()
-    #expect(source.subscriber is any Cancellable)
+    #expect(try #require(source.subscriber) is any Cancellable)
   }
 }
 
@@ -85,15 +115,20 @@ struct TestFailure: Error, Equatable {}
 
 /// Keeps its subscriber and subscribes it only when told.
 final class DelayedSubscriptionPublisher: Publisher, @unchecked Sendable {
-  // Safety: `subscriber` is written once, before `subscribe()`/`cancelAll()` read it.
+  // Safety: `subscriber` is written once, when `values` makes its iterator, before the test
+  // reads it.
   typealias Output = Int
   typealias Failure = Never
   private(set) var subscriber: (any Subscriber<Int, Never>)?
-  let pendingWaiters = Atomic<Int>(0)
 
   func receive<S: Subscriber>(subscriber: S) where S.Input == Int, S.Failure == Never {
     self.subscriber = subscriber
-    pendingWaiters.store(1, ordering: .releasing)
+  }
+
+  /// A child of the subscriber's (the `values` bridge's) mirror.
+  func bridgeChild(_ label: String) -> Any? {
+    guard let subscriber, let bridge = subscriber as? any CustomReflectable else { return nil }
+    return bridge.customMirror.children.first { $0.label == label }?.value
   }
 
   func subscribe() -> TestSubscription {
@@ -101,6 +136,8 @@ final class DelayedSubscriptionPublisher: Publisher, @unchecked Sendable {
     subscriber?.receive(subscription: subscription)
     return subscription
   }
+
+  func send(_ value: Int) { _ = subscriber?.receive(value) }
 
   func cancelAll() { (subscriber as? any Cancellable)?.cancel() }
 }

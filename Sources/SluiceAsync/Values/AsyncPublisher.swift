@@ -38,7 +38,10 @@ public struct AsyncPublisher<Upstream: Publisher>: AsyncSequence {
     return Iterator(owner: IteratorOwner(bridge))
   }
 
-  /// The iterator of an ``AsyncPublisher``; use it from one task at a time.
+  /// The iterator of an ``AsyncPublisher``. Copies share one subscription, so several tasks may
+  /// await `next()` at once (as Combine allows): they are served oldest first, each value goes to
+  /// exactly one of them, and the end reaches them all. The subscription is cancelled when the
+  /// last copy goes away.
   public struct Iterator: AsyncIteratorProtocol {
     @usableFromInline let owner: IteratorOwner<Element, Failure>
 

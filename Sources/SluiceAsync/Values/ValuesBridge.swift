@@ -7,7 +7,9 @@
 /// buffer, and ends a waiting `next()` with `nil`. A consumer never waits on a lock: the lock
 /// only guards the state machine, and continuations are resumed after unlocking.
 @usableFromInline
-final class ValuesBridge<Output, Failure: Error>: Subscriber, Cancellable, @unchecked Sendable {
+final class ValuesBridge<Output, Failure: Error>: Subscriber, Cancellable, CustomReflectable,
+  @unchecked Sendable
+{
   // Safety: all mutable state is in `state`'s lock; the subscription is called and
   // continuations are resumed after unlocking. A value moves from the publisher's thread to
   // exactly one consumer and the bridge keeps no reference to it: an ownership transfer, which
@@ -44,8 +46,7 @@ final class ValuesBridge<Output, Failure: Error>: Subscriber, Cancellable, @unch
   @inlinable func receive(completion: Subscribers.Completion<Failure>) {
     if let ended = state.withLock({ $0.receivedCompletion(completion) }) {
       ended.first.resume(returning: UncheckedSendable(ended.next))
-      var others = ended.others
-      while let other = others.popFirst() { other.resume(returning: UncheckedSendable(.end)) }
+      Self.end(ended.others)
     }
   }
 
@@ -93,10 +94,27 @@ final class ValuesBridge<Output, Failure: Error>: Subscriber, Cancellable, @unch
 
   /// Cancels the upstream and ends every waiting consumer. Idempotent and thread-safe.
   @inlinable func cancel() {
-    let (upstream, ended, buffer) = state.withLock { $0.cancelled() }
+    let (upstream, waiters, buffer) = state.withLock { $0.cancelled() }
     upstream?.cancel()
-    var waiters = ended
-    while let waiter = waiters.popFirst() { waiter.resume(returning: UncheckedSendable(.end)) }
+    Self.end(waiters)
     withExtendedLifetime(buffer) {}
+  }
+
+  /// Resumes every waiter in `waiters` with the end (`nil`), oldest first.
+  @inlinable static func end(_ waiters: RingBuffer<State.Waiter>) {
+    var waiters = waiters
+    while let waiter = waiters.popFirst() { waiter.resume(returning: UncheckedSendable(.end)) }
+  }
+
+  /// What the bridge holds, for debuggers and tests: consumers waiting, values buffered, and
+  /// (`demandOne`, before the subscription) the demand waiting to be requested.
+  @usableFromInline var customMirror: Mirror {
+    let (waiting, buffered, pending) = state.withLock {
+      ($0.waiters.count, $0.buffer.count, $0.pendingDemand)
+    }
+    let children: [Mirror.Child] = [
+      ("waiting", waiting), ("buffered", buffered), ("pendingDemand", pending),
+    ]
+    return Mirror(self, children: children)
   }
 }

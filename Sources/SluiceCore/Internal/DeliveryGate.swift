@@ -26,11 +26,12 @@ struct DeliveryGate: ~Copyable, Sendable {
   @usableFromInline static var unopenedBit: UInt { 4 }
   @usableFromInline static var oneDelivery: UInt { 8 }
 
-  @usableFromInline let word = Atomic<UInt>(unopenedBit)
+  @usableFromInline let word: Atomic<UInt>
 
-  /// A gate that starts unopened (no value before the subscription), or open when `open`.
+  /// A gate that starts unopened (no value before the subscription), or open when `open`
+  /// (operators that handle values arriving before their subscription, as Combine's do).
   @inlinable init(open: Bool = false) {
-    if open { word.store(0, ordering: .relaxed) }
+    word = Atomic(open ? 0 : Self.unopenedBit)
   }
 
   /// Admits deliveries, unless the gate closed first.

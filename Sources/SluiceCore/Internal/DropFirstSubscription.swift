@@ -66,18 +66,24 @@ struct DropFirstState {
 /// **Cancellation**: idempotent and thread-safe; cancels the upstream (or, before it subscribes,
 /// the subscription it will send) and releases the downstream. Nothing is delivered after a
 /// completion or `cancel()` (Combine keeps forwarding: a deliberate difference).
+///
+/// Values pass without a lock: a ``DeliveryGate``, open from the start (Combine delivers values
+/// that arrive before the subscription), admits them until the end and decides who releases the
+/// downstream. The lock guards only the demand state machine.
 @usableFromInline
 final class DropFirstSubscription<Downstream: Subscriber>: Subscriber, Subscription,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
 {
-  // Safety: `state` and `held` are touched only inside `state`'s lock; `remaining` only by
-  // upstream values, which the publisher contract makes serial. The downstream is called after
-  // unlocking.
+  // Safety: `state` is lock-protected. `held` is read by deliveries inside the gate and written
+  // only by whoever the gate lets release it (after it closed, with nothing in flight);
+  // `remaining` is touched only by upstream values, which the publisher contract makes serial.
+  // The downstream and the upstream are called after unlocking.
   @usableFromInline typealias Input = Downstream.Input
   @usableFromInline typealias Failure = Downstream.Failure
 
   @usableFromInline let state = Lock(DropFirstState())
+  @usableFromInline let gate = DeliveryGate(open: true)
   @usableFromInline @exclusivity(unchecked) var held: Downstream?
   @usableFromInline let count: Int
   @usableFromInline @exclusivity(unchecked) var remaining: Int
@@ -90,7 +96,7 @@ final class DropFirstSubscription<Downstream: Subscriber>: Subscriber, Subscript
 
   /// Hands this subscription to the downstream, as Combine does before subscribing upstream.
   @inlinable func start() {
-    held?.receive(subscription: self)
+    _ = gate.pass({ held?.receive(subscription: self) }, releasing: { held = nil })
   }
 
   @inlinable func receive(subscription: any Subscription) {
@@ -101,22 +107,20 @@ final class DropFirstSubscription<Downstream: Subscriber>: Subscriber, Subscript
   }
 
   @inlinable func receive(_ input: Input) -> Subscribers.Demand {
-    guard let downstream = state.withLock({ $0.isLive ? held : nil }) else { return .none }
-    if remaining > 0 {
-      remaining -= 1
-      return .none
-    }
-    return downstream.receive(input)
+    gate.pass(
+      {
+        guard remaining == 0 else {
+          remaining -= 1
+          return .none
+        }
+        return held.unsafelyUnwrapped.receive(input)
+      }, releasing: { held = nil }) ?? .none
   }
 
   @inlinable func receive(completion: Subscribers.Completion<Failure>) {
-    let downstream = state.withLock { state -> Downstream? in
-      guard state.isLive else { return nil }
-      _ = state.ended()
-      defer { held = nil }
-      return held
-    }
-    downstream?.receive(completion: completion)
+    // Upstream signals are serial, so no value is in flight from upstream here.
+    guard let downstream = end().downstream else { return }
+    downstream.receive(completion: completion)
   }
 
   @inlinable func request(_ demand: Subscribers.Demand) {
@@ -125,12 +129,20 @@ final class DropFirstSubscription<Downstream: Subscriber>: Subscriber, Subscript
   }
 
   @inlinable func cancel() {
-    let (upstream, downstream) = state.withLock { state in
-      defer { held = nil }
-      return (state.ended(), held)
-    }
+    let (upstream, downstream) = end()
     upstream?.cancel()
     withExtendedLifetime(downstream) {}
+  }
+
+  /// Ends the subscription once: the upstream to cancel, and the downstream when this call is
+  /// the one the gate lets release it (`nil` if already ended or a delivery still has it).
+  @inlinable func end() -> (upstream: (any Subscription)?, downstream: Downstream?) {
+    let (live, upstream, release) = state.withLock { state in
+      (state.isLive, state.ended(), gate.close())
+    }
+    guard live, release else { return (upstream, nil) }
+    defer { held = nil }
+    return (upstream, held)
   }
 
   @usableFromInline var description: String { "Drop" }

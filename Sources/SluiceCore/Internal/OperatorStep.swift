@@ -44,11 +44,17 @@ protocol OperatorStep {
 /// Combine is not uniform here, and code observes it, so each operator says which it is.
 @usableFromInline
 enum EarlySignals: Sendable, Equatable {
-  /// Dropped (the reducing family, dropFirst, drop(while:), replaceEmpty, replaceError).
+  /// Dropped (the reducing family, drop(while:), replaceEmpty, replaceError).
   case ignored
-  /// Handled as if subscribed: values are transformed and delivered, a completion ends the
-  /// subscription (tryMap, tryScan, encode, decode, output, collect(n)).
+  /// Values are handled as if subscribed; a completion before the subscription is dropped
+  /// (tryMap, tryScan, output: what Combine does, per a suite checked against it).
+  case valuesProcessed
+  /// Values and a completion are handled as if subscribed: the completion ends the subscription
+  /// (encode, decode, collect(n)).
   case processed
+
+  /// Whether values arriving before the subscription are delivered.
+  @inlinable var admitsEarlyValues: Bool { self == .valuesProcessed || self == .processed }
   /// A contract violation: trap naming the operator (tryFilter, tryCompactMap, prefix(while:),
   /// removeDuplicates and their try forms), including a downstream request.
   case trapped

@@ -42,11 +42,16 @@ struct StepControl<Output, Failure: Error> {
     return false
   }
 
-  /// The phase as text, for mirrors.
-  var status: String {
+  @inlinable var isTerminal: Bool {
+    if case .terminal = phase { return true }
+    return false
+  }
+
+  /// The phase's name, for mirrors.
+  var phaseName: StaticString {
     switch phase {
     case .awaitingSubscription: "awaitingSubscription"
-    case .subscribed(let upstream): "subscribed(\(upstream))"
+    case .subscribed: "subscribed"
     case .awaitingDemand: "awaitingDemand"
     case .terminal: "terminal"
     }
@@ -188,7 +193,7 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
     self.step = step
     held = downstream
     earlySignals = step.earlySignals
-    gate = DeliveryGate(open: step.earlySignals == .processed)
+    gate = DeliveryGate(open: step.earlySignals.admitsEarlyValues)
     policy = step.upstreamDemand
     name = step.name
     countsDeliveries = step.countsDeliveries
@@ -214,15 +219,11 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
 
   @inlinable func receive(_ input: Input) -> Subscribers.Demand {
     if let demand = gate.pass({ deliver(input) }, releasing: { held = nil }) { return demand }
-    checkEarly("a value")
-    return .none
-  }
-
-  /// Traps when the step treats `signal` before the subscription as a contract violation.
-  @usableFromInline func checkEarly(_ signal: String) {
+    // Not admitted: before the subscription (or after the end). Only the former can trap.
     if earlySignals == .trapped, control.withLock({ $0.isAwaitingSubscription }) {
-      Violation.signalBeforeSubscription(signal, operator: description)
+      Violation.signalBeforeSubscription("a value", operator: description)
     }
+    return .none
   }
 
   /// Runs the step on one value and acts on its answer; only inside the gate, so `held` is set.
@@ -249,13 +250,14 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
   }
 
   @inlinable func receive(completion: Subscribers.Completion<Step.UpstreamFailure>) {
-    let live = control.withLock { control in
-      control.isSubscribed || (control.isAwaitingSubscription && earlySignals == .processed)
+    let (live, early) = control.withLock { control in
+      (
+        control.isSubscribed || (control.isAwaitingSubscription && earlySignals == .processed),
+        control.isAwaitingSubscription && earlySignals == .trapped
+      )
     }
-    guard live else {
-      checkEarly("a completion")
-      return
-    }
+    if early { Violation.signalBeforeSubscription("a completion", operator: description) }
+    guard live else { return }
     switch step.receive(completion: completion) {
     case .complete(let final, let completion):
       finish(final: final, completion, cancellingUpstream: false)
@@ -305,13 +307,16 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
 
   @inlinable func requestSpecialized(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
-    if earlySignals == .trapped { checkEarly("a request") }
-    let (action, recipient) = control.withLock { control in
+    let (action, recipient, early) = control.withLock { control in
+      if earlySignals == .trapped, control.isAwaitingSubscription {
+        return (Control.RequestAction.none, Downstream?.none, true)
+      }
       let action = control.requested(demand, policy: policy)
-      guard case .deliver = action else { return (action, Downstream?.none) }
+      guard case .deliver = action else { return (action, Downstream?.none, false) }
       defer { finalRecipient = nil }
-      return (action, finalRecipient)
+      return (action, finalRecipient, false)
     }
+    if early { Violation.signalBeforeSubscription("a request", operator: description) }
     switch action {
     case .request(let upstream, let demand): upstream.request(demand)
     case .deliver(let final, let completion):
@@ -338,12 +343,17 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
   /// subscribed upstream. Reads the step's state without synchronisation: a debugging view.
   @usableFromInline var customMirror: Mirror {
     let live = gate.pass({ held }, releasing: { held = nil })
-    let (status, upstream, early) = control.withLock { control in
-      (control.status, control.upstream, control.isAwaitingSubscription ? held : nil)
+    let (phase, upstream, early, ended) = control.withLock { control in
+      (
+        control.phaseName, control.upstream, control.isAwaitingSubscription ? held : nil,
+        control.isTerminal
+      )
     }
+    // Described after unlocking: an upstream's `description` is someone else's code.
+    let status = upstream.map { "subscribed(\($0))" } ?? "\(phase)"
     let reflection = StepReflection(
       downstream: (live ?? early) as Any, status: status, upstream: upstream as Any,
-      finished: status == "terminal")
+      finished: ended)
     return Mirror(self, children: step.children(reflection))
   }
   @usableFromInline var playgroundDescription: Any { description }

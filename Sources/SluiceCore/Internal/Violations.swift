@@ -63,13 +63,6 @@ enum Violation {
   }
 
   @usableFromInline
-  static func unrequestedValue(operator name: String) -> Never {
-    fatalError(
-      "API Violation: \(name) received a value with no outstanding demand: a publisher must not "
-        + "send more values than were requested")
-  }
-
-  @usableFromInline
   static func internalInconsistency(_ what: String) -> Never {
     fatalError("Internal inconsistency: \(what)")
   }

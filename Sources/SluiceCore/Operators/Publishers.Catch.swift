@@ -60,6 +60,8 @@ extension Publishers {
 }
 
 /// The subscription of `catch` and `tryCatch` (see ``RelayState``).
+// Safety (`@unchecked Sendable`): mutable state is in `state`'s lock, and `held` is touched only
+// inside `state.withLock`; the downstream, the handler and upstreams are called after unlocking.
 @usableFromInline
 final class CatchSubscription<Upstream: Publisher, NewPublisher: Publisher, Downstream: Subscriber>:
   Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
@@ -68,8 +70,6 @@ where
   Upstream.Output == Downstream.Input, NewPublisher.Output == Downstream.Input,
   NewPublisher.Failure == Downstream.Failure
 {
-  // Safety: mutable state is in `state`'s lock, and `held` is touched only inside
-  // `state.withLock`; the downstream, the handler and upstreams are called after unlocking.
   @usableFromInline typealias Input = Upstream.Output
   @usableFromInline typealias Failure = Upstream.Failure
 

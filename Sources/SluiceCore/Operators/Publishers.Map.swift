@@ -49,7 +49,7 @@ extension Publishers {
           subscriber,
           through: ClosureStep.filtering("TryMap", failure: anyError) { [transform] value in
             attempt { try transform(value) }
-          }.early(.processed)))
+          }.early(.valuesProcessed)))
     }
   }
 }

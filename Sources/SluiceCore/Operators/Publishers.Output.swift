@@ -34,7 +34,7 @@ extension Publishers {
             if index < range.lowerBound { return .drop(requesting: .max(1)) }
             if index + 1 < range.upperBound { return .emit(value) }
             return index + 1 == range.upperBound ? .emitAndFinish(value) : .finish(final: nil)
-          }.early(.processed)))
+          }.early(.valuesProcessed)))
     }
   }
 }

@@ -68,7 +68,7 @@ extension Publishers {
             case .failure(let error):
               return .fail(error)
             }
-          }.early(.processed).mirror { result, reflection in
+          }.early(.valuesProcessed).mirror { result, reflection in
             [
               ("downstream", reflection.downstream), ("status", reflection.status),
               ("result", result),

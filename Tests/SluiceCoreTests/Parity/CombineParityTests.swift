@@ -138,6 +138,29 @@ struct CombineParityTests {
     #expect(recorder.values == [40])
   }
 
+  @Test func aCompletionBeforeTheSubscriptionEndsCollectByCountButNotTryMap() {
+    // Combine (per a suite checked against it): encode, decode and collect(n) handle it as if
+    // subscribed; tryMap, tryScan and output drop it.
+    let collecting = HeldPublisher<Int, Never>()
+    let batches = RecordingSubscriber<[Int], Never>()
+    collecting.collect(2).subscribe(batches)
+    collecting.send(completion: .finished)
+    #expect(batches.values.isEmpty)
+    #expect(batches.completion == .finished)
+    let mapping = HeldPublisher<Int, Never>()
+    let mapped = RecordingSubscriber<Int, any Error>()
+    mapping.tryMap { $0 }.subscribe(mapped)
+    mapping.send(completion: .finished)
+    #expect(mapped.events.isEmpty)
+    let scanning = HeldPublisher<Int, Never>()
+    let scanned = RecordingSubscriber<Int, any Error>()
+    scanning.tryScan(0, +).subscribe(scanned)
+    #expect(scanning.send(2) == .none)
+    scanning.send(completion: .finished)
+    #expect(scanned.values == [2])
+    #expect(scanned.completion == nil)
+  }
+
   @Test func tryFilterTrapsOnAValueBeforeItsSubscription() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       let source = HeldPublisher<Int, Never>()
