@@ -78,10 +78,6 @@ extension RunLoop {
 
     /// A type that represents the distance between two values, in seconds.
     public struct Stride: _TimeIntervalSchedulerStride {
-      public typealias FloatLiteralType = TimeInterval
-      public typealias IntegerLiteralType = TimeInterval
-      public typealias Magnitude = TimeInterval
-
       /// The value of this time interval in seconds.
       public var magnitude: TimeInterval
 
@@ -102,10 +98,6 @@ extension OperationQueue {
 
     /// A type that represents the distance between two values, in seconds.
     public struct Stride: _TimeIntervalSchedulerStride {
-      public typealias FloatLiteralType = TimeInterval
-      public typealias IntegerLiteralType = TimeInterval
-      public typealias Magnitude = TimeInterval
-
       /// The value of this time interval in seconds.
       public var magnitude: TimeInterval
 
