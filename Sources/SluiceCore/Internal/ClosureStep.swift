@@ -6,6 +6,7 @@ struct ClosureStep<Input, UpstreamFailure: Error, State, Output, Failure: Error>
   @usableFromInline let upstreamDemand: UpstreamDemand
   @usableFromInline let countsDeliveries: Bool
   @usableFromInline var earlySignals: EarlySignals = .ignored
+  @usableFromInline var trapsUnrequestedValues = false
   @usableFromInline var reflect: (State, StepReflection) -> [Mirror.Child] = { _, _ in [] }
   @usableFromInline var state: State
   @usableFromInline let onValue: (inout State, Input) -> StepAction<Output, Failure>
@@ -41,6 +42,14 @@ struct ClosureStep<Input, UpstreamFailure: Error, State, Output, Failure: Error>
   @inlinable func early(_ policy: EarlySignals) -> ClosureStep {
     var step = self
     step.earlySignals = policy
+    return step
+  }
+
+  /// This step trapping on a value that arrives with no outstanding demand (it must count
+  /// deliveries).
+  @inlinable func trappingUnrequestedValues() -> ClosureStep {
+    var step = self
+    step.trapsUnrequestedValues = true
     return step
   }
 

@@ -24,6 +24,10 @@ protocol OperatorStep {
   /// remaining demand.
   var countsDeliveries: Bool { get }
 
+  /// Whether a value arriving with no outstanding demand traps (replaceError, as Combine does);
+  /// only for steps that count deliveries.
+  var trapsUnrequestedValues: Bool { get }
+
   /// What the operator does with a value, completion or request that arrives before its
   /// upstream subscription.
   var earlySignals: EarlySignals { get }
@@ -119,6 +123,12 @@ enum StepCompletion<Output, Failure: Error> {
 }
 
 extension Subscribers.Completion {
+  /// Whether this is `.finished`.
+  @inlinable var isFinished: Bool {
+    if case .finished = self { return true }
+    return false
+  }
+
   /// The completion with its failure converted: `.finished` stays `.finished`.
   @inlinable
   func mapFailure<NewFailure: Error>(

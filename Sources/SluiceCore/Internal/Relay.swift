@@ -8,8 +8,10 @@
 /// |---|---|---|---|
 /// | `attached(s)` | attached; first time: hand self downstream, else request outstanding | cancel `s` | cancel `s` |
 /// | `requested(n)` | outstanding +n | outstanding +n, request n | ignore |
-/// | `delivering` / `delivered(more)` | — | outstanding −1 / +more | ignore |
-/// | `detached` (upstream failed, will resubscribe) | — | idle | ignore |
+/// | `delivering` | before the first upstream: trap; between upstreams: drop, or (retry) as attached | no outstanding demand: trap; else outstanding −1 | drop |
+/// | `delivered(more)` | outstanding +more | outstanding +more (the caller may request it) | ignore |
+/// | `completed` | ignore, or (retry) as attached | idle (moving on) or terminal | ignore |
+/// | `detached` (upstream failed, will resubscribe) | — | idle, `movedOn` | ignore |
 /// | `cancelled` / `ended` | terminal | terminal (cancel upstream when cancelled) | nothing |
 ///
 /// `beginSubscribing` / `endSubscribing` bracket each `subscribe` call: a failure inside one
@@ -28,6 +30,8 @@ struct RelayState {
   @usableFromInline var handedDownstream = false
   @usableFromInline var subscribing = false
   @usableFromInline var resubscribeRequested = false
+  /// An upstream failed and the relay moved on from it (catch: the handler's publisher follows).
+  @usableFromInline var movedOn = false
 
   @inlinable init() {}
 
@@ -54,15 +58,47 @@ struct RelayState {
     return nil
   }
 
-  /// `false` when the value must be dropped (not attached).
-  @inlinable mutating func delivering() -> Bool {
-    guard case .attached = phase else { return false }
-    outstanding -= 1
-    return true
+  /// What to do with a value from an upstream.
+  @usableFromInline enum Delivery {
+    /// Deliver it downstream (the outstanding demand was decremented).
+    case deliver
+    /// Drop it: terminal, or between upstreams.
+    case drop
+    /// A contract violation: no demand is outstanding.
+    case unrequested
+    /// A contract violation: no upstream has subscribed yet.
+    case beforeSubscription
   }
 
-  @inlinable mutating func delivered(more: Subscribers.Demand) {
-    if case .attached = phase { outstanding += more }
+  /// A value arrived; `betweenUpstreams` says whether one arriving between two upstreams (the
+  /// next upstream sending before its subscription, as `retry` allows) is delivered.
+  @inlinable mutating func delivering(betweenUpstreams: Bool) -> Delivery {
+    switch phase {
+    case .terminal: return .drop
+    case .idle:
+      if !handedDownstream { return .beforeSubscription }
+      if !betweenUpstreams { return .drop }
+    case .attached: break
+    }
+    if outstanding == .none { return .unrequested }
+    outstanding -= 1
+    return .deliver
+  }
+
+  /// The downstream asked for `more` while receiving a value; returns the upstream to request it
+  /// from, when attached.
+  @inlinable mutating func delivered(more: Subscribers.Demand) -> (any Subscription)? {
+    if case .terminal = phase { return nil }
+    outstanding += more
+    if case .attached(let upstream) = phase { return upstream }
+    return nil
+  }
+
+  /// Whether an upstream already failed and was left while the relay goes on: a completion from
+  /// that upstream now is a contract violation (catch).
+  @inlinable var leftFailedUpstream: Bool {
+    if case .terminal = phase { return false }
+    return movedOn
   }
 
   @usableFromInline enum CompletionAction {
@@ -75,8 +111,15 @@ struct RelayState {
   }
 
   /// The attached upstream completed; `moveOn` says whether another upstream follows.
-  @inlinable mutating func completed(moveOn: Bool) -> CompletionAction {
-    guard case .attached = phase else { return .none }
+  /// `acceptingIdle`: a completion with no upstream attached (before the first subscription or
+  /// between two) counts too (retry).
+  @inlinable mutating func completed(moveOn: Bool, acceptingIdle: Bool = false) -> CompletionAction
+  {
+    switch phase {
+    case .attached: break
+    case .idle: if !acceptingIdle { return .none }
+    case .terminal: return .none
+    }
     if moveOn { return detachedForResubscription() ? .resubscribe : .none }
     return ended() ? .end : .none
   }
@@ -84,8 +127,9 @@ struct RelayState {
   /// The upstream failed and another will follow. Returns whether the caller must run the
   /// subscribe loop (`false`: a loop is running and will pick it up, or terminal).
   @inlinable mutating func detachedForResubscription() -> Bool {
-    guard case .attached = phase else { return false }
+    if case .terminal = phase { return false }
     phase = .idle
+    movedOn = true
     if subscribing {
       resubscribeRequested = true
       return false
@@ -118,5 +162,17 @@ struct RelayState {
     subscribing = false
     if case .terminal = phase { return false }
     return resubscribeRequested
+  }
+}
+
+extension RelayState.Delivery {
+  /// Whether the value is to be delivered; traps (naming the operator) on a contract violation.
+  @inlinable func admits(operator name: @autoclosure () -> String) -> Bool {
+    switch self {
+    case .deliver: return true
+    case .drop: return false
+    case .unrequested: Violation.unrequestedValue(operator: name())
+    case .beforeSubscription: Violation.signalBeforeSubscription("a value", operator: name())
+    }
   }
 }

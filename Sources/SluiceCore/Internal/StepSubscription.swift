@@ -8,7 +8,7 @@
 /// |---|---|---|---|---|
 /// | `receivedSubscription(s)` | subscribed | cancel `s` | cancel `s` | cancel `s` |
 /// | `requested(n)` | — | record n; request from upstream (per policy) | deliver final, terminal | ignore |
-/// | `finished(final, c)` | as subscribed, with no upstream (`EarlySignals.processed`) | final and no demand: awaitingDemand; else deliver, terminal | ignore | ignore |
+/// | `finished(final, c)` | as subscribed, with no upstream (`EarlySignals.processed`) | no demand and a final value (or a reducing step finishing): awaitingDemand; else deliver, terminal | ignore | ignore |
 /// | `cancelled` | terminal | terminal, cancel upstream | terminal, drop final | remember it: no completion after a final value in flight |
 ///
 /// `finished` comes from the upstream completing or from the step ending early (then the
@@ -19,7 +19,7 @@ struct StepControl<Output, Failure: Error> {
   @usableFromInline enum Phase {
     case awaitingSubscription
     case subscribed(any Subscription)
-    case awaitingDemand(Output, Subscribers.Completion<Failure>)
+    case awaitingDemand(Output?, Subscribers.Completion<Failure>)
     case terminal
   }
 
@@ -71,7 +71,7 @@ struct StepControl<Output, Failure: Error> {
 
   @usableFromInline enum RequestAction {
     case request(any Subscription, Subscribers.Demand)
-    case deliver(Output, Subscribers.Completion<Failure>)
+    case deliver(Output?, Subscribers.Completion<Failure>)
     case none
   }
 
@@ -98,10 +98,11 @@ struct StepControl<Output, Failure: Error> {
 
   /// The upstream is done (`cancelling`: because the step ended early, so it must be cancelled).
   /// `emitted` and `returned` are what the subscription delivered and got back as demand, when
-  /// the step counts deliveries.
+  /// the step counts deliveries. `waitsForDemand`: the end waits for demand even without a
+  /// final value (a reducing step finishing, as Combine's do).
   @inlinable mutating func finished(
     final: Output?, _ completion: Subscribers.Completion<Failure>,
-    emitted: Int, returned: Subscribers.Demand
+    emitted: Int, returned: Subscribers.Demand, waitsForDemand: Bool
   ) -> (live: Bool, upstream: (any Subscription)?, action: FinishAction) {
     let upstream: (any Subscription)?
     switch phase {
@@ -109,7 +110,7 @@ struct StepControl<Output, Failure: Error> {
     case .awaitingSubscription: upstream = nil
     case .awaitingDemand, .terminal: return (false, nil, .none)
     }
-    guard let final, (requested + returned) - emitted == .none else {
+    guard final != nil || waitsForDemand, (requested + returned) - emitted == .none else {
       phase = .terminal
       return (true, upstream, .deliver(final, completion))
     }
@@ -170,6 +171,7 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
   @usableFromInline let earlySignals: EarlySignals
   @usableFromInline let name: StaticString
   @usableFromInline let countsDeliveries: Bool
+  @usableFromInline let trapsUnrequestedValues: Bool
   @usableFromInline @exclusivity(unchecked) var step: Step
   @usableFromInline @exclusivity(unchecked) var emitted = 0
   @usableFromInline @exclusivity(unchecked) var returned = Subscribers.Demand.none
@@ -197,6 +199,7 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
     policy = step.upstreamDemand
     name = step.name
     countsDeliveries = step.countsDeliveries
+    trapsUnrequestedValues = step.countsDeliveries && step.trapsUnrequestedValues
     specializedRequest = { $0.requestSpecialized($1) }
     specializedCancel = { $0.cancelSpecialized() }
   }
@@ -230,6 +233,11 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
   @inlinable func deliver(_ input: Input) -> Subscribers.Demand {
     switch step.receive(input) {
     case .emit(let value):
+      if trapsUnrequestedValues,
+        (control.withLock { $0.requested } + returned) - emitted == .none
+      {
+        Violation.unrequestedValue(operator: description)
+      }
       let more = held.unsafelyUnwrapped.receive(value)
       if countsDeliveries {
         emitted += 1
@@ -239,8 +247,10 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
     case .drop(let more):
       return more
     case .emitAndFinish(let value):
-      _ = held.unsafelyUnwrapped.receive(value)
+      // Combine returns the downstream's demand for this last value too.
+      let more = held.unsafelyUnwrapped.receive(value)
       finish(final: nil, .finished, cancellingUpstream: true)
+      return policy.scale(more)
     case .finish(let final):
       finish(final: final, .finished, cancellingUpstream: true)
     case .fail(let error):
@@ -271,7 +281,8 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
     let (upstream, action, recipient, release) = control.withLock {
       control -> ((any Subscription)?, Control.FinishAction, Downstream?, Bool) in
       let (live, upstream, action) = control.finished(
-        final: final, completion, emitted: emitted, returned: returned)
+        final: final, completion, emitted: emitted, returned: returned,
+        waitsForDemand: policy == .unlimited && completion.isFinished)
       guard live else { return (nil, action, nil, false) }
       // Live until now, so the gate is open and `held` is here: keep what the end needs.
       switch action {

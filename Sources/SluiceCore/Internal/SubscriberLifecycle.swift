@@ -11,7 +11,7 @@
 /// | event | awaiting | subscribed | terminal |
 /// |---|---|---|---|
 /// | `receivedSubscription(s)` | subscribed, request from `s` | same, cancel `s` | same, cancel `s` |
-/// | `receivedValue` | same, ignore | same, deliver with payload | same, ignore |
+/// | `receivedValue` | same, ignore (or deliver, when asked to) | same, deliver with payload | same, ignore |
 /// | `receivedCompletion` | terminal, complete with payload | terminal, complete | same, ignore |
 /// | `cancelled` | terminal | terminal, cancel upstream | same, nothing |
 @usableFromInline
@@ -39,9 +39,15 @@ struct SubscriberLifecycle<Payload> {
     return true
   }
 
-  /// The payload to handle a value with, or `nil` when a value is not expected now.
-  @inlinable func receivedValue() -> Payload? {
-    phase == .subscribed ? heldPayload : nil
+  /// The payload to handle a value with, or `nil` when a value is not expected now
+  /// (`beforeSubscription`: a value before the subscription is handled too, as some of
+  /// Combine's subscribers do).
+  @inlinable func receivedValue(beforeSubscription: Bool = false) -> Payload? {
+    switch phase {
+    case .subscribed: heldPayload
+    case .awaitingSubscription: beforeSubscription ? heldPayload : nil
+    case .terminal: nil
+    }
   }
 
   /// The payload to handle the completion with (released by the caller afterwards), or `nil`
@@ -103,9 +109,10 @@ struct LifecycleBox<Payload>: ~Copyable {
     return false
   }
 
-  /// The payload to handle a value with, while subscribed.
-  @inlinable func payloadForValue() -> Payload? {
-    lifecycle.withLock { $0.receivedValue() }
+  /// The payload to handle a value with, while subscribed (and before, when
+  /// `beforeSubscription`).
+  @inlinable func payloadForValue(beforeSubscription: Bool = false) -> Payload? {
+    lifecycle.withLock { $0.receivedValue(beforeSubscription: beforeSubscription) }
   }
 
   /// The payload to handle the completion with; the box forgets it.

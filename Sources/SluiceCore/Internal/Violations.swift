@@ -38,6 +38,11 @@ enum Violation {
     fatalError("API Violation: \(name) with index \(index): the index must not be negative")
   }
 
+  static func upperBoundTooLarge(_ bound: Int, operator name: String) -> Never {
+    fatalError(
+      "API Violation: \(name) with upper bound \(bound): the range must end below Int.max - 1")
+  }
+
   @usableFromInline
   static func negativeCount(_ count: Int, operator name: String) -> Never {
     fatalError("API Violation: \(name) with count \(count): the count must not be negative")
@@ -60,6 +65,20 @@ enum Violation {
     fatalError(
       "API Violation: \(name) received \(signal) before its upstream subscription: a publisher "
         + "must call receive(subscription:) first")
+  }
+
+  @usableFromInline
+  static func unrequestedValue(operator name: String) -> Never {
+    fatalError(
+      "API Violation: \(name) received a value with no outstanding demand: a publisher must not "
+        + "send more values than its subscriber requested")
+  }
+
+  @usableFromInline
+  static func completionAfterFailure(operator name: String) -> Never {
+    fatalError(
+      "API Violation: \(name) received a completion from an upstream that had already failed: "
+        + "a publisher completes exactly once")
   }
 
   @usableFromInline

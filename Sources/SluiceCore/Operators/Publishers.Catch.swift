@@ -3,7 +3,9 @@ extension Publishers {
   ///
   /// **Demand**: what the downstream requested and has not received carries over to the new
   /// publisher. **Ordering**: the upstream's values, then the new publisher's.
-  /// **Cancellation**: cancels whichever publisher is current.
+  /// **Cancellation**: cancels whichever publisher is current. **Violations** (trap, as in
+  /// Combine): a value before the upstream subscription or beyond the outstanding demand, and a
+  /// completion from the failed upstream after it failed (also re-entrantly, from the handler).
   public struct Catch<Upstream: Publisher, NewPublisher: Publisher>: Publisher
   where Upstream.Output == NewPublisher.Output {
     public typealias Output = Upstream.Output
@@ -97,22 +99,29 @@ where
   }
 
   @inlinable func receive(_ input: Input) -> Subscribers.Demand {
-    guard let downstream = state.withLock({ $0.delivering() ? held : nil }) else {
-      return .none
+    let (delivery, downstream) = state.withLock { state in
+      let delivery = state.delivering(betweenUpstreams: false)
+      return (delivery, delivery == .deliver ? held : nil)
     }
+    guard delivery.admits(operator: description), let downstream else { return .none }
     let more = downstream.receive(input)
-    if more > 0 { state.withLock { $0.delivered(more: more) } }
+    if more > 0 { _ = state.withLock { $0.delivered(more: more) } }
     return more
   }
 
   @inlinable func receive(completion: Subscribers.Completion<Upstream.Failure>) {
-    switch completion {
-    case .finished:
-      if case .end = state.withLock({ $0.completed(moveOn: false) }) {
-        takeDownstream()?.receive(completion: .finished)
-      }
-    case .failure(let error):
-      guard case .resubscribe = state.withLock({ $0.completed(moveOn: true) }) else { return }
+    let action = state.withLock { state -> RelayState.CompletionAction? in
+      // The failed upstream completing again (or re-entrantly, from the handler) is a violation.
+      if state.leftFailedUpstream { return nil }
+      if case .finished = completion { return state.completed(moveOn: false) }
+      return state.completed(moveOn: true)
+    }
+    switch action {
+    case nil: Violation.completionAfterFailure(operator: description)
+    case .end?: takeDownstream()?.receive(completion: .finished)
+    case .none?: break
+    case .resubscribe?:
+      guard case .failure(let error) = completion else { return }
       switch handler(error) {
       case .success(let publisher):
         publisher.receive(subscriber: CatchTail(parent: self))
@@ -154,7 +163,12 @@ where
   }
 
   @usableFromInline var description: String { "\(name)" }
-  @usableFromInline var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  /// Combine's children: the downstream and the demand it still holds.
+  @usableFromInline var customMirror: Mirror {
+    let (downstream, demand) = state.withLock { state in (held, state.outstanding) }
+    return Mirror(
+      self, children: [("downstream", downstream as Any), ("demand", demand as Any)])
+  }
   @usableFromInline var playgroundDescription: Any { description }
 }
 

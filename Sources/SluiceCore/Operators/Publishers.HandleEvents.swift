@@ -75,7 +75,8 @@ struct EventHooks<Input, Failure: Error> {
 ///
 /// **Demand**: passed upstream unchanged. **Ordering**: hooks run before the event is passed
 /// on. **Cancellation**: idempotent; the cancel hook runs once, then the upstream is cancelled
-/// and released; nothing is passed on after it.
+/// and released; nothing is passed on after it. As in Combine, a value or completion that arrives
+/// before the upstream subscription is handled as if subscribed.
 @usableFromInline
 final class HookedSubscription<Downstream: Subscriber>: Subscriber, Subscription,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
@@ -107,7 +108,10 @@ final class HookedSubscription<Downstream: Subscriber>: Subscriber, Subscription
   }
 
   @inlinable func receive(_ input: Input) -> Subscribers.Demand {
-    guard let downstream = lifecycle.payloadForValue() else { return .none }
+    // As in Combine, a value before the subscription is handled as if subscribed.
+    guard let downstream = lifecycle.payloadForValue(beforeSubscription: true) else {
+      return .none
+    }
     hooks.value?(input)
     let more = downstream.receive(input)
     if more > 0 { hooks.returnedDemand?(more) }

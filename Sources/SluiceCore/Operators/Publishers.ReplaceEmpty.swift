@@ -44,7 +44,8 @@ extension Publishers {
   ///
   /// **Demand**: passed upstream; `output` waits for the downstream's remaining demand.
   /// **Ordering**: the upstream's values, then `output` on failure. **Cancellation**: cancels
-  /// the upstream and drops a waiting `output`.
+  /// the upstream and drops a waiting `output`. A value beyond the outstanding demand traps
+  /// (`API Violation`), as in Combine.
   public struct ReplaceError<Upstream: Publisher>: Publisher {
     public typealias Output = Upstream.Output
     public typealias Failure = Never
@@ -71,7 +72,8 @@ extension Publishers {
             onCompletion: { _, completion in
               if case .failure = completion { return .complete(final: output, .finished) }
               return .complete(final: nil, .finished)
-            })))
+            }
+          ).trappingUnrequestedValues()))
     }
   }
 }

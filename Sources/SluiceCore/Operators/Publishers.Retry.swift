@@ -3,21 +3,23 @@ extension Publishers {
   /// `retry(_:)`.
   ///
   /// **Demand**: what the downstream requested and has not received carries over to each new
-  /// subscription. **Ordering**: values of each attempt in order; the last attempt's completion.
-  /// **Cancellation**: cancels the current attempt; no more attempts start. Resubscribing is a
-  /// loop, not a recursion: a synchronously failing upstream retried 100,000 times uses
-  /// constant stack.
+  /// subscription; demand the downstream returns from `receive(_:)` is sent upstream as a
+  /// `request` (as in Combine, `.none` is returned). **Ordering**: values of each attempt in
+  /// order; the last attempt's completion. **Cancellation**: cancels the current attempt; no
+  /// more attempts start. Resubscribing is a loop, not a recursion: a synchronously failing
+  /// upstream retried 100,000 times uses constant stack. A negative count, like `nil`, retries
+  /// without limit. **Violations** (trap): a value before the first upstream subscription or
+  /// beyond the outstanding demand.
   public struct Retry<Upstream: Publisher>: Publisher {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
     public let upstream: Upstream
-    /// How many times to resubscribe; `nil` for no limit.
+    /// How many times to resubscribe; `nil` (or a negative count) for no limit.
     public let retries: Int?
 
     @inlinable
     public init(upstream: Upstream, retries: Int?) {
-      if let retries, retries < 0 { Violation.negativeCount(retries, operator: "retry(_:)") }
       self.upstream = upstream
       self.retries = retries
     }
@@ -48,7 +50,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   @inlinable init(upstream: Upstream, retries: Int?, downstream: Downstream) {
     self.upstream = upstream
     held = downstream
-    state = Lock((RelayState(), retries))
+    state = Lock((RelayState(), retries.flatMap { $0 < 0 ? nil : $0 }))
   }
 
   @inlinable func start() { subscribeLoop() }
@@ -69,17 +71,19 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   }
 
   @inlinable func receive(_ input: Input) -> Subscribers.Demand {
-    guard let downstream = state.withLock({ $0.relay.delivering() ? held : nil }) else {
-      return .none
+    let (delivery, downstream) = state.withLock { state in
+      let delivery = state.relay.delivering(betweenUpstreams: true)
+      return (delivery, delivery == .deliver ? held : nil)
     }
+    guard delivery.admits(operator: description), let downstream else { return .none }
     let more = downstream.receive(input)
-    if more > 0 { state.withLock { $0.relay.delivered(more: more) } }
-    return more
+    if more > 0 { state.withLock { $0.relay.delivered(more: more) }?.request(more) }
+    return .none
   }
 
   @inlinable func receive(completion: Subscribers.Completion<Failure>) {
     let action = state.withLock { state -> RelayState.CompletionAction in
-      guard case .attached = state.relay.phase else { return .none }
+      if case .terminal = state.relay.phase { return .none }
       let retry: Bool
       if case .failure = completion, state.retriesLeft.map({ $0 > 0 }) ?? true {
         state.retriesLeft = state.retriesLeft.map { $0 - 1 }
@@ -87,7 +91,9 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
       } else {
         retry = false
       }
-      return state.relay.completed(moveOn: retry)
+      // As in Combine, a completion with no upstream attached (before the first subscription,
+      // or from the next upstream before its subscription) counts as that upstream's.
+      return state.relay.completed(moveOn: retry, acceptingIdle: true)
     }
     switch action {
     case .resubscribe: subscribeLoop()

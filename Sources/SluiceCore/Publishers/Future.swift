@@ -72,7 +72,8 @@ private protocol FutureWaiter<Output, Failure>: AnyObject {
 /// demand are there → `terminal` after the completion, or on cancel. Exactly one thread performs
 /// the delivery; a `cancel()` while it delivers the value suppresses the completion.
 private final class FutureSubscription<Downstream: Subscriber>: Subscription, FutureWaiter,
-  CustomStringConvertible, CustomPlaygroundDisplayConvertible, @unchecked Sendable
+  CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
+  @unchecked Sendable
 {
   // Safety: all mutable state is in `state`'s lock; the subscriber is called after unlocking.
   typealias Output = Downstream.Input
@@ -88,19 +89,21 @@ private final class FutureSubscription<Downstream: Subscriber>: Subscription, Fu
     var delivering = false
 
     /// The delivery to perform once a result and (for a success) demand are both present.
+    /// The future and the downstream stay until the delivery is over (the mirror shows them).
     mutating func takeDelivery() -> (Downstream, Result<Output, Failure>)? {
       guard !delivering, let downstream, let result else { return nil }
       if case .success = result, !hasDemand { return nil }
       delivering = true
-      future = nil
-      if case .failure = result { self.downstream = nil }
       return (downstream, result)
     }
 
-    /// After the value: the downstream to complete, unless cancelled during the delivery.
-    mutating func deliveredValue() -> Downstream? {
-      defer { downstream = nil }
-      return downstream
+    /// The delivery is over: what to release.
+    mutating func ended() -> (Downstream?, Future<Output, Failure>?) {
+      defer {
+        downstream = nil
+        future = nil
+      }
+      return (downstream, future)
     }
   }
 
@@ -143,12 +146,26 @@ private final class FutureSubscription<Downstream: Subscriber>: Subscription, Fu
     switch result {
     case .success(let value):
       _ = downstream.receive(value)
-      state.withLock { $0.deliveredValue() }?.receive(completion: .finished)
+      // A cancel() during the value (it forgets the downstream) suppresses the completion.
+      state.withLock { $0.downstream }?.receive(completion: .finished)
     case .failure(let error):
       downstream.receive(completion: .failure(error))
     }
+    withExtendedLifetime(state.withLock { $0.ended() }) {}
   }
 
   var description: String { "Future" }
+  /// Combine's children; `parent`, `downstream` and `subject` read nil once it has ended.
+  var customMirror: Mirror {
+    let (future, downstream, hasDemand) = state.withLock {
+      ($0.future, $0.downstream, $0.hasDemand)
+    }
+    return Mirror(
+      self,
+      children: [
+        ("parent", future as Any), ("downstream", downstream as Any),
+        ("hasAnyDemand", hasDemand), ("subject", future as Any),
+      ])
+  }
   var playgroundDescription: Any { description }
 }

@@ -125,7 +125,9 @@ extension Just {
   /// The value when `range` contains 0. Traps when the range starts below 0.
   public func output<R: RangeExpression>(in range: R) -> Optional<Output>.Publisher
   where R.Bound == Int {
-    Optional(output).publisher.output(in: range)
+    let range = range.relative(to: 0..<Int.max)
+    if range.lowerBound < 0 { Violation.negativeIndex(range.lowerBound, operator: "output(in:)") }
+    return Optional<Output>.Publisher(range.contains(0) ? output : nil)
   }
 
   /// The value unless `maxLength` is 0. Traps when `maxLength` is negative.

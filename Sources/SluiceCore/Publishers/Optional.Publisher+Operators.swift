@@ -114,11 +114,15 @@ extension Optional.Publisher {
     return Optional<Output>.Publisher(index == 0 ? output : nil)
   }
 
-  /// The value when `range` contains 0. Traps when the range starts below 0.
+  /// The value when `range` contains 0. Traps when the range starts below 0 or (as Combine's
+  /// specialization does) ends at `Int.max - 1` or beyond.
   public func output<R: RangeExpression>(in range: R) -> Optional<Output>.Publisher
   where R.Bound == Int {
     let range = range.relative(to: 0..<Int.max)
     if range.lowerBound < 0 { Violation.negativeIndex(range.lowerBound, operator: "output(in:)") }
+    if range.upperBound >= .max - 1 {
+      Violation.upperBoundTooLarge(range.upperBound, operator: "Optional.Publisher.output(in:)")
+    }
     return Optional<Output>.Publisher(range.contains(0) ? output : nil)
   }
 

@@ -3,11 +3,13 @@ extension Publishers {
   /// Combine.
   ///
   /// The subject is created once, on the first subscription or `connect()`. Subscribers attach
-  /// to the subject; nothing flows from upstream until `connect()`, which subscribes the subject
-  /// to the upstream. **Demand**: the subject asks the upstream for `.unlimited` and serves each
-  /// subscriber against its own demand (values a subscriber has not demanded are dropped for it,
-  /// as with any subject). **Cancellation**: cancelling what `connect()` returned disconnects
-  /// from the upstream; cancelling a subscriber detaches only that subscriber.
+  /// to the subject (each through a `"Multicast"` subscription of its own); nothing flows from
+  /// upstream until `connect()`, which subscribes the subject to the upstream, holding it weakly
+  /// (its subscribers keep it alive). **Demand**: the subject asks the upstream for what it
+  /// wants (`.unlimited` for Sluice's subjects) and serves each subscriber against its own
+  /// demand; demand a subscriber returns from `receive(_:)` is passed to the subject as a
+  /// request. **Cancellation**: cancelling what `connect()` returned disconnects from the
+  /// upstream; cancelling a subscriber detaches only that subscriber.
   public final class Multicast<Upstream: Publisher, SubjectType: Subject>: ConnectablePublisher,
     @unchecked Sendable
   where SubjectType.Output == Upstream.Output, SubjectType.Failure == Upstream.Failure {
@@ -41,138 +43,72 @@ extension Publishers {
 
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Output, S.Failure == Failure {
-      lazySubject.receive(subscriber: subscriber)
+      lazySubject.receive(subscriber: MulticastInner(downstream: subscriber))
     }
 
-    /// Subscribes the subject to the upstream.
+    /// Subscribes the subject to the upstream; the connection holds the subject weakly.
     public func connect() -> any Cancellable {
-      upstream.subscribe(lazySubject)
-    }
-  }
-
-  /// A connectable publisher that shares one upstream subscription through a
-  /// `PassthroughSubject`, as in Combine.
-  public struct MakeConnectable<Upstream: Publisher>: ConnectablePublisher {
-    public typealias Output = Upstream.Output
-    public typealias Failure = Upstream.Failure
-
-    private let inner: Multicast<Upstream, PassthroughSubject<Output, Failure>>
-
-    /// Creates a connectable publisher that shares `upstream`.
-    public init(upstream: Upstream) {
-      inner = Multicast(upstream: upstream) { PassthroughSubject() }
-    }
-
-    public func receive<S: Subscriber>(subscriber: S)
-    where S.Input == Output, S.Failure == Failure {
-      inner.receive(subscriber: subscriber)
-    }
-
-    public func connect() -> any Cancellable { inner.connect() }
-  }
-
-  /// A publisher that connects to its connectable upstream when the first subscriber attaches
-  /// and disconnects when the last one cancels, as in Combine.
-  ///
-  /// **Ordering**: a subscriber is attached before the connection is made, so the first
-  /// subscriber does not miss values the upstream sends as soon as it is connected.
-  /// **Cancellation**: when the last subscriber cancels, the connection is cancelled; a later
-  /// subscriber connects again.
-  public final class Autoconnect<Upstream: ConnectablePublisher>: Publisher, @unchecked Sendable {
-    // Safety: the subscriber count and the connection are in a lock; the upstream is connected
-    // and disconnected after unlocking.
-    public typealias Output = Upstream.Output
-    public typealias Failure = Upstream.Failure
-
-    private struct State {
-      var subscribers = 0
-      var connection: (any Cancellable)?
-      var connecting = false
-    }
-
-    /// The connectable publisher that this publisher connects to.
-    public let upstream: Upstream
-    private let state = Lock(State())
-
-    /// Creates an auto-connecting publisher.
-    public init(upstream: Upstream) {
-      self.upstream = upstream
-    }
-
-    public func receive<S: Subscriber>(subscriber: S)
-    where S.Input == Output, S.Failure == Failure {
-      upstream.receive(subscriber: AutoconnectSubscriber(parent: self, downstream: subscriber))
-      let mustConnect = state.withLock { state in
-        state.subscribers += 1
-        guard state.connection == nil, !state.connecting else { return false }
-        state.connecting = true
-        return true
-      }
-      guard mustConnect else { return }
-      let connection = upstream.connect()
-      let stale = state.withLock { state -> (any Cancellable)? in
-        state.connecting = false
-        if state.subscribers == 0 { return connection }  // everyone left while connecting
-        state.connection = connection
-        return nil
-      }
-      stale?.cancel()
-    }
-
-    fileprivate func subscriberLeft() {
-      let connection = state.withLock { state -> (any Cancellable)? in
-        state.subscribers -= 1
-        guard state.subscribers == 0 else { return nil }
-        defer { state.connection = nil }
-        return state.connection
-      }
-      connection?.cancel()
+      let subscriber = SubjectSubscriber(lazySubject, holdingWeakly: true)
+      upstream.subscribe(subscriber)
+      return AnyCancellable(subscriber)
     }
   }
 }
 
-/// Counts a subscriber of an `Autoconnect` out when it cancels.
-private final class AutoconnectSubscriber<Upstream: ConnectablePublisher, Downstream: Subscriber>:
-  Subscriber, Subscription, CustomStringConvertible, @unchecked Sendable
-where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failure {
-  // Safety: the upstream subscription is in the lifecycle box; `left` is in a lock.
+/// One subscriber of a ``Publishers/Multicast``: the subject's subscriber and the downstream's
+/// subscription (`"Multicast"`), as Combine's inner object is.
+///
+/// States (``SubscriberLifecycle``): awaiting subscription → subscribed → terminal.
+/// | event | awaiting | subscribed | terminal |
+/// |---|---|---|---|
+/// | subscription `s` | subscribed; hand self downstream | cancel `s` | cancel `s` |
+/// | value | drop | deliver; returned demand requested from the subject; return `.none` | drop |
+/// | completion | forward, terminal | forward, terminal | ignore |
+/// | `request(n)` | ignore | request `n` from the subject | ignore |
+/// | `cancel()` | terminal | terminal; cancel the subject's subscription | nothing |
+///
+/// The downstream is released on completion and on cancel.
+final class MulticastInner<Downstream: Subscriber>: Subscriber, Subscription,
+  CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
+  @unchecked Sendable
+{
+  // Safety: all mutable state is in `box`'s lock; the downstream and the subject's
+  // subscription are called after unlocking.
   typealias Input = Downstream.Input
   typealias Failure = Downstream.Failure
 
-  private let parent: Publishers.Autoconnect<Upstream>
-  private let downstream: Downstream
-  private let box = LifecycleBox<Void>(())
-  private let left = Lock(false)
+  private let box: LifecycleBox<Downstream>
 
-  init(parent: Publishers.Autoconnect<Upstream>, downstream: Downstream) {
-    self.parent = parent
-    self.downstream = downstream
+  init(downstream: Downstream) {
+    box = LifecycleBox(downstream)
   }
 
   func receive(subscription: any Subscription) {
-    if box.receive(subscription: subscription, requesting: .none) {
+    if box.receive(subscription: subscription, requesting: .none),
+      let downstream = box.payloadForValue()
+    {
       downstream.receive(subscription: self)
     }
   }
 
-  func receive(_ input: Input) -> Subscribers.Demand { downstream.receive(input) }
+  func receive(_ input: Input) -> Subscribers.Demand {
+    guard let downstream = box.payloadForValue() else { return .none }
+    let more = downstream.receive(input)
+    if more > 0 { box.subscription?.request(more) }
+    return .none
+  }
 
   func receive(completion: Subscribers.Completion<Failure>) {
-    downstream.receive(completion: completion)
+    box.payloadForCompletion()?.receive(completion: completion)
   }
 
   func request(_ demand: Subscribers.Demand) { box.subscription?.request(demand) }
 
-  func cancel() {
-    box.cancel()
-    let first = left.withLock { left in
-      defer { left = true }
-      return !left
-    }
-    if first { parent.subscriberLeft() }
-  }
+  func cancel() { box.cancel() }
 
-  var description: String { "Autoconnect" }
+  var description: String { "Multicast" }
+  var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  var playgroundDescription: Any { description }
 }
 
 extension Publisher {
@@ -188,20 +124,5 @@ extension Publisher {
   public func multicast<S: Subject>(subject: S) -> Publishers.Multicast<Self, S>
   where Failure == S.Failure, Output == S.Output {
     Publishers.Multicast(upstream: self) { subject }
-  }
-}
-
-extension Publisher where Failure == Never {
-  /// Creates a connectable wrapper around this publisher.
-  public func makeConnectable() -> Publishers.MakeConnectable<Self> {
-    Publishers.MakeConnectable(upstream: self)
-  }
-}
-
-extension ConnectablePublisher {
-  /// Connects to the upstream when the first subscriber attaches and disconnects when the
-  /// last one cancels.
-  public func autoconnect() -> Publishers.Autoconnect<Self> {
-    Publishers.Autoconnect(upstream: self)
   }
 }

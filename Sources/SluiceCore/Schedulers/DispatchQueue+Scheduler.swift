@@ -11,15 +11,29 @@ extension DispatchQueue: Scheduler {
       dispatchTime = time
     }
 
+    /// The signed distance in nanoseconds; `.nanoseconds(.max)` when it does not fit in an
+    /// `Int` either way (as Combine does).
     public func distance(to other: SchedulerTimeType) -> Stride {
-      let start = Int64(clamping: dispatchTime.uptimeNanoseconds)
-      let end = Int64(clamping: other.dispatchTime.uptimeNanoseconds)
-      return Stride(.nanoseconds(Int(end - start)))
+      let start = dispatchTime.uptimeNanoseconds
+      let end = other.dispatchTime.uptimeNanoseconds
+      let gap = end >= start ? end - start : start - end
+      guard gap <= UInt64(Int.max) else { return .nanoseconds(.max) }
+      return .nanoseconds(end >= start ? Int(gap) : -Int(gap))
     }
 
+    /// This time moved by `n`, saturating: `.nanoseconds(.max)` (or anything past the
+    /// representable range) is the distant future; nothing goes below the first instant.
     public func advanced(by n: Stride) -> SchedulerTimeType {
-      let nanoseconds = Int64(clamping: dispatchTime.uptimeNanoseconds) + Int64(n.magnitude)
-      return SchedulerTimeType(DispatchTime(uptimeNanoseconds: UInt64(Swift.max(1, nanoseconds))))
+      let start = dispatchTime.uptimeNanoseconds
+      if n.magnitude == .max { return SchedulerTimeType(.distantFuture) }
+      if n.magnitude >= 0 {
+        let (end, overflow) = start.addingReportingOverflow(UInt64(n.magnitude))
+        if overflow || end > UInt64(Int64.max) { return SchedulerTimeType(.distantFuture) }
+        return SchedulerTimeType(DispatchTime(uptimeNanoseconds: end))
+      }
+      let back = n.magnitude.magnitude
+      let end = back >= start ? 1 : Swift.max(1, start - UInt64(back))
+      return SchedulerTimeType(DispatchTime(uptimeNanoseconds: end))
     }
 
     public init(from decoder: any Decoder) throws {
@@ -55,21 +69,19 @@ extension DispatchQueue: Scheduler {
       /// A `DispatchTimeInterval` created with the value of this type in nanoseconds.
       public var timeInterval: DispatchTimeInterval { .nanoseconds(magnitude) }
 
-      /// Creates a stride from `timeInterval`.
+      /// Creates a stride from `timeInterval`, saturating at `Int`'s bounds; `.never` is `.max`.
       public init(_ timeInterval: DispatchTimeInterval) {
         magnitude = Stride.nanoseconds(of: timeInterval)
       }
 
-      /// Creates a stride of `value` seconds.
+      /// Creates a stride of `value` seconds (saturating).
       public init(floatLiteral value: Double) {
-        magnitude = Int(value * 1_000_000_000)
+        magnitude = Stride.saturating(value * 1_000_000_000)
       }
 
-      /// Creates a stride of `value` seconds.
+      /// Creates a stride of `value` seconds (saturating).
       public init(integerLiteral value: Int) {
-        magnitude =
-          value.multipliedReportingOverflow(by: 1_000_000_000).overflow
-          ? (value < 0 ? .min : .max) : value * 1_000_000_000
+        magnitude = Stride.saturating(value, times: 1_000_000_000)
       }
 
       /// Creates a stride of `source` seconds, if representable.
@@ -80,26 +92,66 @@ extension DispatchQueue: Scheduler {
 
       private init(nanoseconds: Int) { magnitude = nanoseconds }
 
+      private enum CodingKeys: String, CodingKey {
+        case nanoseconds = "_nanoseconds"
+      }
+
+      /// Decodes `{"_nanoseconds": n}`, as Combine encodes a stride.
+      public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        magnitude = try container.decode(Int.self, forKey: .nanoseconds)
+      }
+
+      /// Encodes `{"_nanoseconds": n}`, as Combine does.
+      public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(magnitude, forKey: .nanoseconds)
+      }
+
       private static func nanoseconds(of interval: DispatchTimeInterval) -> Int {
         switch interval {
-        case .seconds(let s): s.multipliedReportingOverflow(by: 1_000_000_000).partialValue
-        case .milliseconds(let ms): ms.multipliedReportingOverflow(by: 1_000_000).partialValue
-        case .microseconds(let us): us.multipliedReportingOverflow(by: 1_000).partialValue
+        case .seconds(let s): saturating(s, times: 1_000_000_000)
+        case .milliseconds(let ms): saturating(ms, times: 1_000_000)
+        case .microseconds(let us): saturating(us, times: 1_000)
         case .nanoseconds(let ns): ns
         case .never: .max
         @unknown default: .max
         }
       }
 
+      /// `value × factor`, clamped to `Int`'s bounds.
+      private static func saturating(_ value: Int, times factor: Int) -> Int {
+        let (product, overflow) = value.multipliedReportingOverflow(by: factor)
+        guard overflow else { return product }
+        return (value < 0) != (factor < 0) ? .min : .max
+      }
+
+      /// `value` rounded towards zero, clamped to `Int`'s bounds (NaN is 0).
+      private static func saturating(_ value: Double) -> Int {
+        if value.isNaN { return 0 }
+        if value >= Double(Int.max) { return .max }
+        if value <= Double(Int.min) { return .min }
+        return Int(value)
+      }
+
+      /// `lhs + rhs`, clamped to `Int`'s bounds.
+      private static func saturating(_ lhs: Int, plus rhs: Int) -> Int {
+        let (sum, overflow) = lhs.addingReportingOverflow(rhs)
+        guard overflow else { return sum }
+        return rhs < 0 ? .min : .max
+      }
+
       public static func < (lhs: Stride, rhs: Stride) -> Bool { lhs.magnitude < rhs.magnitude }
+      /// The product, saturating (Combine's returns 0; see the README's list of deviations).
       public static func * (lhs: Stride, rhs: Stride) -> Stride {
-        Stride(nanoseconds: lhs.magnitude * rhs.magnitude)
+        Stride(nanoseconds: saturating(lhs.magnitude, times: rhs.magnitude))
       }
       public static func + (lhs: Stride, rhs: Stride) -> Stride {
-        Stride(nanoseconds: lhs.magnitude + rhs.magnitude)
+        Stride(nanoseconds: saturating(lhs.magnitude, plus: rhs.magnitude))
       }
       public static func - (lhs: Stride, rhs: Stride) -> Stride {
-        Stride(nanoseconds: lhs.magnitude - rhs.magnitude)
+        let (difference, overflow) = lhs.magnitude.subtractingReportingOverflow(rhs.magnitude)
+        return Stride(nanoseconds: overflow ? (rhs.magnitude < 0 ? .max : .min) : difference)
       }
       public static func -= (lhs: inout Stride, rhs: Stride) { lhs = lhs - rhs }
       public static func *= (lhs: inout Stride, rhs: Stride) { lhs = lhs * rhs }
@@ -107,7 +159,7 @@ extension DispatchQueue: Scheduler {
 
       public static func seconds(_ s: Int) -> Stride { Stride(.seconds(s)) }
       public static func seconds(_ s: Double) -> Stride {
-        Stride(nanoseconds: Int(s * 1_000_000_000))
+        Stride(nanoseconds: saturating(s * 1_000_000_000))
       }
       public static func milliseconds(_ ms: Int) -> Stride { Stride(.milliseconds(ms)) }
       public static func microseconds(_ us: Int) -> Stride { Stride(.microseconds(us)) }

@@ -36,7 +36,7 @@ public final class CurrentValueSubject<Output, Failure: Error>: Subject, @unchec
   @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where Output == S.Input, Failure == S.Failure {
-    core.subscribe(subscriber)
+    core.subscribe(subscriber, subject: self)
   }
 
   /// Sets the current value and sends it to every subscriber with demand. After the subject

@@ -44,20 +44,22 @@ extension ObservableObject where ObjectWillChangePublisher == ObservableObjectPu
 
 /// A publisher that publishes changes from observable objects, as in Combine.
 ///
-/// **Demand**: each subscriber receives a `Void` per `send()` against its own demand.
+/// **Demand**: on/off, as in Combine: once a subscriber has made any request it receives a
+/// `Void` for every later `send()`; a `send()` before its first request is not kept for it.
 /// **Ordering** and **Cancellation**: as ``PassthroughSubject``. `send()` is thread-safe.
 public final class ObservableObjectPublisher: Publisher, @unchecked Sendable {
   // Safety: all state is in `core`, which is thread-safe.
   public typealias Output = Void
   public typealias Failure = Never
 
-  private let core = SubjectCore<Void, Never>(name: "ObservableObjectPublisher", currentValue: nil)
+  private let core = SubjectCore<Void, Never>(
+    name: "ObservableObjectPublisher", currentValue: nil, demandIsOnOff: true)
 
   /// Creates an observable object publisher.
   public init() {}
 
   public func receive<S: Subscriber>(subscriber: S) where S.Input == Void, S.Failure == Never {
-    core.subscribe(subscriber)
+    core.subscribe(subscriber, subject: self)
   }
 
   /// Sends the changed value to the downstream subscribers.

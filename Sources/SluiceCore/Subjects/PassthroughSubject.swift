@@ -9,6 +9,9 @@
 /// delivered serially, each at most once, in one order per subscriber. **Completion**: sent once
 /// and replayed to later subscribers. **Cancellation**: a cancelled subscription is released at
 /// once and receives nothing more. It is safe to call `send` from any thread.
+/// **As a subscriber** (`publisher.subscribe(subject)`): each upstream subscription is kept and
+/// asked for `.unlimited` once any of the subject's subscribers has made a request (at once if
+/// one already has), and cancelled when the subject is deinitialised.
 ///
 /// ```swift
 /// let subject = PassthroughSubject<Int, Never>()
@@ -18,14 +21,14 @@
 public final class PassthroughSubject<Output, Failure: Error>: Subject, @unchecked Sendable {
   // Safety: all state is in `core`, which is thread-safe.
   @usableFromInline let core = SubjectCore<Output, Failure>(
-    name: "PassthroughSubject", currentValue: nil)
+    name: "PassthroughSubject", currentValue: nil, requestsUpstreamsOnDemand: true)
 
   public init() {}
 
   @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where Output == S.Input, Failure == S.Failure {
-    core.subscribe(subscriber)
+    core.subscribe(subscriber, subject: self)
   }
 
   @inlinable

@@ -7,10 +7,11 @@
 /// threads are delivered to each subscriber in one order, with nothing lost that was demanded and
 /// nothing duplicated. **Completion**: delivered once to each attached subscriber and replayed to
 /// later ones (after `Subscriptions.empty`); values after completion are ignored.
-/// **Upstreams**: each subscription given through `send(subscription:)` is asked for `.unlimited`
-/// and cancelled when the core is released.
+/// **Upstreams**: each subscription given through `send(subscription:)` is kept, asked for
+/// `.unlimited` (at once, or — PassthroughSubject, as in Combine — once any subscriber has made a
+/// request) and cancelled when the core is released.
 @usableFromInline
-final class SubjectCore<Output, Failure: Error>: @unchecked Sendable {
+final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unchecked Sendable {
   // Safety: all mutable state is in `state`'s lock; conduits and upstreams are called after
   // unlocking.
   @usableFromInline
@@ -19,22 +20,40 @@ final class SubjectCore<Output, Failure: Error>: @unchecked Sendable {
     @usableFromInline var completion: Subscribers.Completion<Failure>?
     @usableFromInline var upstreams: [any Subscription] = []
     @usableFromInline var currentValue: Output?
+    /// Whether kept upstreams have been (and new ones are at once) asked for `.unlimited`.
+    @usableFromInline var upstreamsOpen: Bool
 
-    @inlinable init(currentValue: Output?) { self.currentValue = currentValue }
+    @inlinable init(currentValue: Output?, upstreamsOpen: Bool) {
+      self.currentValue = currentValue
+      self.upstreamsOpen = upstreamsOpen
+    }
   }
 
   /// The `description` of this subject's subscriptions, as Combine names them.
   @usableFromInline let name: String
   /// Whether subscribers receive the current value first (CurrentValueSubject, Published).
   @usableFromInline let replaysCurrentValue: Bool
+  /// Whether a subscriber's demand is on/off: after its first request it receives every value
+  /// (ObservableObjectPublisher, as in Combine).
+  @usableFromInline let demandIsOnOff: Bool
   @usableFromInline let state: Lock<State>
 
+  /// `requestsUpstreamsOnDemand`: upstreams are asked for `.unlimited` only once a subscriber
+  /// has demand (PassthroughSubject), not as soon as they arrive. `demandIsOnOff`: see
+  /// ``demandIsOnOff``.
   @inlinable
-  init(name: String, currentValue: Output?) {
+  init(
+    name: String, currentValue: Output?, requestsUpstreamsOnDemand: Bool = false,
+    demandIsOnOff: Bool = false
+  ) {
     self.name = name
     replaysCurrentValue = currentValue != nil
-    state = Lock(State(currentValue: currentValue))
+    self.demandIsOnOff = demandIsOnOff
+    state = Lock(State(currentValue: currentValue, upstreamsOpen: !requestsUpstreamsOnDemand))
   }
+
+  /// The subject's name: what a conduit's `parent` and `subject` children show.
+  @usableFromInline var description: String { name }
 
   deinit {
     for upstream in state.withLock({ $0.upstreams }) { upstream.cancel() }
@@ -45,10 +64,12 @@ final class SubjectCore<Output, Failure: Error>: @unchecked Sendable {
     get { state.withLock { $0.currentValue } }
   }
 
+  /// Attaches `downstream`; its subscription keeps `subject` (the object this core belongs to)
+  /// alive until it ends, as a subscription to a Combine subject does.
   @inlinable
-  func subscribe<Downstream: Subscriber>(_ downstream: Downstream)
+  func subscribe<Downstream: Subscriber>(_ downstream: Downstream, subject: AnyObject? = nil)
   where Downstream.Input == Output, Downstream.Failure == Failure {
-    let conduit = Conduit(parent: self, downstream: downstream)
+    let conduit = Conduit(parent: self, subject: subject, downstream: downstream)
     let completion = state.withLock { state -> Subscribers.Completion<Failure>? in
       if let completion = state.completion { return completion }
       state.conduits.append(conduit.entry)
@@ -91,8 +112,23 @@ final class SubjectCore<Output, Failure: Error>: @unchecked Sendable {
 
   @inlinable
   func send(subscription: any Subscription) {
-    state.withLock { $0.upstreams.append(subscription) }
-    subscription.request(.unlimited)
+    let open = state.withLock { state in
+      state.upstreams.append(subscription)
+      return state.upstreamsOpen
+    }
+    if open { subscription.request(.unlimited) }
+  }
+
+  /// A subscriber made its first request: kept upstreams waiting for demand are asked for
+  /// `.unlimited` now (once).
+  @inlinable
+  func downstreamRequested() {
+    let waiting = state.withLock { state -> [any Subscription] in
+      if state.upstreamsOpen { return [] }
+      state.upstreamsOpen = true
+      return state.upstreams
+    }
+    for upstream in waiting { upstream.request(.unlimited) }
   }
 
   /// Forgets `conduit` (it was cancelled or has completed).

@@ -1,9 +1,10 @@
 /// Feeds a subject from a publisher: `Publisher.subscribe(_:)` with a subject, and
 /// `AnySubscriber(subject)`.
 ///
-/// **Demand**: the subject asks its upstream for `.unlimited` (it does so in
-/// `send(subscription:)`); each value asks for nothing more. **Cancellation**: `cancel()` cancels
-/// the upstream and releases the subject.
+/// **Demand**: never requests on its own: the subject decides (in `send(subscription:)`, through
+/// this wrapper); each value asks for nothing more. **Cancellation**: `cancel()` cancels the
+/// upstream and releases the subject. A multicast's connection holds its subject weakly
+/// (`holdingWeakly`), as Combine's does: the connection alone does not keep the subject alive.
 final class SubjectSubscriber<Downstream: Subject>: Subscriber, Subscription,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
@@ -13,28 +14,42 @@ final class SubjectSubscriber<Downstream: Subject>: Subscriber, Subscription,
   typealias Input = Downstream.Output
   typealias Failure = Downstream.Failure
 
-  private let box: LifecycleBox<Downstream>
+  /// The subject, strongly or weakly.
+  struct Reference {
+    let strong: Downstream?
+    weak var weak: Downstream?
 
-  init(_ subject: Downstream) {
-    box = LifecycleBox(subject)
+    init(_ subject: Downstream, weakly: Bool) {
+      strong = weakly ? nil : subject
+      weak = weakly ? subject : nil
+    }
+
+    var subject: Downstream? { strong ?? weak }
+  }
+
+  private let box: LifecycleBox<Reference>
+
+  init(_ subject: Downstream, holdingWeakly: Bool = false) {
+    box = LifecycleBox(Reference(subject, weakly: holdingWeakly))
   }
 
   func receive(subscription: any Subscription) {
-    // The subject itself requests (`.unlimited`) through this wrapper in `send(subscription:)`.
+    // The subject itself requests (if it wants to) through this wrapper in
+    // `send(subscription:)`.
     if box.receive(subscription: subscription, requesting: .none),
-      let subject = box.payloadForValue()
+      let subject = box.payloadForValue()?.subject
     {
       subject.send(subscription: self)
     }
   }
 
   func receive(_ value: Input) -> Subscribers.Demand {
-    box.payloadForValue()?.send(value)
+    box.payloadForValue()?.subject?.send(value)
     return .none
   }
 
   func receive(completion: Subscribers.Completion<Failure>) {
-    box.payloadForCompletion()?.send(completion: completion)
+    box.payloadForCompletion()?.subject?.send(completion: completion)
   }
 
   func request(_ demand: Subscribers.Demand) {
@@ -45,7 +60,7 @@ final class SubjectSubscriber<Downstream: Subject>: Subscriber, Subscription,
 
   var description: String { "Subject" }
   var customMirror: Mirror {
-    Mirror(self, children: ["downstreamSubject": box.payload as Any])
+    Mirror(self, children: ["downstreamSubject": box.payload?.subject as Any])
   }
   var playgroundDescription: Any { description }
 }

@@ -31,8 +31,9 @@ extension Subscribers {
     }
 
     @usableFromInline let box: LifecycleBox<Closures>
-    /// Admits values between the subscription and the end (completion or cancel).
-    @usableFromInline let gate = DeliveryGate()
+    /// Admits values until the end (completion or cancel): as in Combine, a value that arrives
+    /// before the subscription reaches `receiveValue` too.
+    @usableFromInline let gate = DeliveryGate(open: true)
     /// The closures for values, retained until the gate lets go of them.
     @usableFromInline let valueClosures: Unmanaged<Closures>
     /// `cancel()` as compiled where the sink was made (specialized); `AnyCancellable` calls

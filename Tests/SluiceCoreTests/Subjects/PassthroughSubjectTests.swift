@@ -104,14 +104,46 @@ struct PassthroughSubjectTests {
     #expect(maxDepth.value == 1, "nested sends are queued, not delivered recursively")
   }
 
-  @Test func upstreamSubscriptionIsAskedForUnlimitedAndCancelledWithTheSubject() {
-    let upstream = TestSubscription()
+  @Test func upstreamSubscriptionIsAskedForUnlimitedOnceASubscriberHasDemand() {
+    let first = TestSubscription()
+    let second = TestSubscription()
     do {
       let subject = PassthroughSubject<Int, Never>()
-      subject.send(subscription: upstream)
-      #expect(upstream.requests == [.unlimited])
+      subject.send(subscription: first)
+      #expect(first.requests.isEmpty, "no subscriber has demand yet")
+      let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
+      subject.subscribe(recorder)
+      #expect(first.requests.isEmpty)
+      recorder.request(.max(1))
+      #expect(first.requests == [.unlimited])
+      recorder.request(.max(1))
+      #expect(first.requests == [.unlimited], "asked once")
+      subject.send(subscription: second)
+      #expect(second.requests == [.unlimited], "a subscriber already has demand")
+      recorder.cancel()  // a live subscription keeps its subject, as in Combine
     }
-    #expect(upstream.cancelCount == 1)
+    #expect(first.cancelCount == 1, "kept upstreams are cancelled with the subject")
+    #expect(second.cancelCount == 1)
+  }
+
+  @Test func currentValueSubjectAsksItsUpstreamAtOnce() {
+    let upstream = TestSubscription()
+    let subject = CurrentValueSubject<Int, Never>(0)
+    subject.send(subscription: upstream)
+    #expect(upstream.requests == [.unlimited])
+  }
+
+  @Test func aSubjectAsSubscriberNeverRequestsOnItsOwn() {
+    let upstream = TestPublisher<Int, Never>()
+    let subject = PassthroughSubject<Int, Never>()
+    let cancellable = upstream.subscribe(subject)
+    #expect(upstream.subscriptions[0].requests.isEmpty)
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .max(2))
+    subject.subscribe(recorder)
+    #expect(upstream.subscriptions[0].requests == [.unlimited])
+    upstream.send(1)
+    #expect(recorder.values == [1])
+    cancellable.cancel()
   }
 
   @Test func subscribingASubjectToAPublisher() {

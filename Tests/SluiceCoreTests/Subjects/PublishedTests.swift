@@ -92,13 +92,18 @@ struct PublishedTests {
     subject.send(6)  // nobody left: harmless
   }
 
-  @Test func observableObjectPublisher() {
+  @Test func observableObjectPublisherDemandIsOnOff() {
     let publisher = ObservableObjectPublisher()
-    let recorder = RecordingSubscriber<Void, Never>(initialDemand: .max(1))
+    let recorder = RecordingSubscriber<Void, Never>(initialDemand: .none)
     publisher.subscribe(recorder)
     publisher.send()
+    #expect(recorder.values.isEmpty, "before any request nothing is delivered, nor kept")
+    recorder.request(.max(1))
+    #expect(recorder.values.isEmpty)
     publisher.send()
-    #expect(recorder.values.count == 1)
+    publisher.send()
+    publisher.send()
+    #expect(recorder.values.count == 3, "after the first request every send() is delivered")
     #expect(
       recorder.events.first.map(String.init(describing:))
         == "subscription(ObservableObjectPublisher)")

@@ -41,6 +41,7 @@ final class Conduit<Downstream: Subscriber>: Subscription,
 
   @usableFromInline let state: Lock<ConduitState<Downstream, Parent>>
   @usableFromInline let replaysCurrentValue: Bool
+  @usableFromInline let demandIsOnOff: Bool
   @usableFromInline let description: String
   /// `request(_:)` and `cancel()` as compiled where the subscriber attached (specialized);
   /// subscribers call them through `any Subscription`, whose generic implementations forward.
@@ -48,12 +49,14 @@ final class Conduit<Downstream: Subscriber>: Subscription,
   @usableFromInline let specializedCancel: (Conduit) -> Void
 
   @inlinable
-  init(parent: Parent, downstream: Downstream) {
+  init(parent: Parent, subject: AnyObject?, downstream: Downstream) {
     replaysCurrentValue = parent.replaysCurrentValue
+    demandIsOnOff = parent.demandIsOnOff
     description = parent.name
     state = Lock(
       ConduitState(
-        downstream: downstream, parent: parent, replaysCurrentValue: parent.replaysCurrentValue))
+        downstream: downstream, parent: parent, subject: subject,
+        replaysCurrentValue: parent.replaysCurrentValue))
     specializedRequest = { $0.requestSpecialized($1) }
     specializedCancel = { $0.cancelSpecialized() }
   }
@@ -83,7 +86,10 @@ final class Conduit<Downstream: Subscriber>: Subscription,
   @inlinable
   func requestSpecialized(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
-    if state.withLock({ $0.requested(demand) }) { drain(adding: .none) }
+    let demand = demandIsOnOff ? .unlimited : demand
+    let (drains, parent) = state.withLock { ($0.requested(demand), $0.firstRequest()) }
+    parent?.downstreamRequested()
+    if drains { drain(adding: .none) }
   }
 
   @inlinable
@@ -110,9 +116,10 @@ final class Conduit<Downstream: Subscriber>: Subscription,
         } else {
           more = .max(1)  // nothing to replay: give the demand back
         }
-      case .complete(let downstream, let completion, let parent):
+      case .complete(let downstream, let completion, let parent, let subject):
         parent?.detach(self)
         downstream.receive(completion: completion)
+        withExtendedLifetime(subject) {}
         return
       case .idle:
         return
@@ -121,8 +128,12 @@ final class Conduit<Downstream: Subscriber>: Subscription,
   }
 
   @usableFromInline var customMirror: Mirror {
-    let (parent, downstream, demand) = state.withLock { ($0.parent, $0.downstream, $0.demand) }
+    let (core, subject, downstream, demand) = state.withLock {
+      ($0.parent, $0.subject, $0.downstream, $0.demand)
+    }
     // Combine's children; `parent`, `downstream` and `subject` read nil once it has ended.
+    if demandIsOnOff { return Mirror(self, children: ["downstream": downstream as Any]) }
+    let parent: Any? = subject ?? core
     return Mirror(
       self,
       children: [

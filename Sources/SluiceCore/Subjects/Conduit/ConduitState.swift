@@ -26,7 +26,12 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   /// `nil` once terminal.
   @usableFromInline var downstream: Downstream?
   @usableFromInline var parent: Parent?
+  /// The subject object whose core `parent` is: kept alive by its subscriptions, as Combine's
+  /// subjects are (a connection that holds the subject weakly relies on it). `nil` once terminal.
+  @usableFromInline var subject: AnyObject?
   @usableFromInline var demand = Subscribers.Demand.none
+  /// Whether the parent has been told of this subscriber's first request.
+  @usableFromInline var announcedDemand = false
   @usableFromInline var draining = false
   /// Values accepted against demand while a drainer was delivering, oldest first.
   @usableFromInline var queue: [Output] = []
@@ -35,9 +40,12 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   /// For subjects with a current value: the subscriber has not yet received the latest value.
   @usableFromInline var owesCurrentValue: Bool
 
-  @inlinable init(downstream: Downstream, parent: Parent, replaysCurrentValue: Bool) {
+  @inlinable init(
+    downstream: Downstream, parent: Parent, subject: AnyObject?, replaysCurrentValue: Bool
+  ) {
     self.downstream = downstream
     self.parent = parent
+    self.subject = subject
     owesCurrentValue = replaysCurrentValue
   }
 
@@ -63,6 +71,13 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   }
 
   /// `true` when the caller became the drainer and must run the drain loop.
+  /// The parent to tell about the first request (once; `nil` after that or once ended).
+  @inlinable mutating func firstRequest() -> Parent? {
+    if announcedDemand { return nil }
+    announcedDemand = true
+    return parent
+  }
+
   @inlinable mutating func requested(_ more: Subscribers.Demand) -> Bool {
     guard downstream != nil else { return false }
     demand += more
@@ -85,7 +100,8 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   @usableFromInline enum Step {
     case deliver(Downstream, Output)
     case deliverCurrentValue(Downstream, Parent)
-    case complete(Downstream, Subscribers.Completion<Failure>, releasing: Parent?)
+    case complete(
+      Downstream, Subscribers.Completion<Failure>, releasing: Parent?, subject: AnyObject?)
     case idle
   }
 
@@ -119,8 +135,10 @@ struct ConduitState<Downstream: Subscriber, Parent> {
     if let completion {
       self.downstream = nil
       let parent = self.parent
+      let subject = self.subject
       self.parent = nil
-      return .complete(downstream, completion, releasing: parent)
+      self.subject = nil
+      return .complete(downstream, completion, releasing: parent, subject: subject)
     }
     draining = false
     return .idle
@@ -128,12 +146,13 @@ struct ConduitState<Downstream: Subscriber, Parent> {
 
   /// Terminal; returns what to release (and to detach from) after unlocking. Idempotent.
   @inlinable mutating func cancelled() -> (
-    downstream: Downstream?, parent: Parent?, queue: [Output]
+    downstream: Downstream?, parent: Parent?, subject: AnyObject?, queue: [Output]
   ) {
-    guard let downstream else { return (nil, nil, []) }
-    let released = (downstream, parent, queue)
+    guard let downstream else { return (nil, nil, nil, []) }
+    let released = (downstream, parent, subject, queue)
     self.downstream = nil
     parent = nil
+    subject = nil
     queue = []
     queueHead = 0
     completion = nil

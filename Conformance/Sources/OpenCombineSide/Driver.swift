@@ -1,0 +1,1 @@
+../SluiceSide/Driver.swift

@@ -1,0 +1,110 @@
+/// A known reason for two logs to differ that is not a Sluice bug: either a place where
+/// OpenCombine 0.14.0 departs from Apple's Combine, or one of Sluice's deliberate deviations from
+/// Combine (README, "Where Sluice differs from Combine, on purpose"). Each says why, with its
+/// evidence, and checks narrowly that it explains the difference at hand.
+public struct KnownDivergence: Sendable {
+  public enum Kind: Sendable {
+    /// OpenCombine behaves unlike Combine here.
+    case openCombine
+    /// Sluice behaves unlike Combine here, on purpose.
+    case sluiceOnPurpose
+  }
+
+  public let kind: Kind
+  public let name: String
+  public let evidence: String
+  /// Whether this divergence explains the difference between the two logs.
+  let explains: @Sendable (Scenario, [String], [String]) -> Bool
+
+  /// Every known divergence.
+  public static let all: [KnownDivergence] = [
+    KnownDivergence(
+      kind: .openCombine,
+      name: "output(at:), output(in:) and prefix(_:) finish only when a value past the range "
+        + "arrives",
+      evidence: """
+        Apple's documentation of output(in:): "After publishing all elements, the publisher \
+        finishes normally." CombineX (another reimplementation, whose specs also run against \
+        Combine) cancels and finishes right after delivering the last value in range, as \
+        Sluice does. OpenCombine's Output.Inner cancels and finishes only in receive(_:) when \
+        its remaining count is already zero, i.e. on the next value.
+        """,
+      explains: { scenario, sluice, openCombine in
+        scenario.operators.contains(where: \.isOutputRange)
+          && firstDifference(sluice, openCombine).sluice?.hasSuffix(" cancel") == true
+      }),
+    KnownDivergence(
+      kind: .openCombine,
+      name: "replaceError delivers its replacement again (and may finish twice) when the "
+        + "subscriber requests re-entrantly while receiving it",
+      evidence: """
+        OpenCombine's log shows the replacement value delivered once per re-entrant request, \
+        sometimes followed by two `.finished`; Combine documents replaceError as publishing \
+        the replacement once and then finishing, and a publisher completes exactly once.
+        """,
+      explains: { scenario, sluice, openCombine in
+        let difference = firstDifference(sluice, openCombine)
+        return scenario.operators.contains(.replaceError)
+          && difference.sluice.map(isCompletion) == true
+          && (difference.other?.hasPrefix("sub value") == true
+            || openCombine.filter(isCompletion).count > 1)
+      }),
+    KnownDivergence(
+      kind: .sluiceOnPurpose,
+      name: "nothing is forwarded to an upstream subscription after that upstream completed",
+      evidence: """
+        README, "Where Sluice differs from Combine, on purpose": nothing passes after \
+        termination. Combine (and OpenCombine) pass later requests and cancels on to an \
+        upstream that has already completed.
+        """,
+      explains: { _, sluice, openCombine in
+        withoutSignalsAfterEnd(sluice) == withoutSignalsAfterEnd(openCombine)
+      }),
+  ]
+
+  /// The first known divergence that explains the difference, if any.
+  public static func explaining(
+    _ scenario: Scenario, sluice: [String], openCombine: [String]
+  ) -> KnownDivergence? {
+    all.first { $0.explains(scenario, sluice, openCombine) }
+  }
+}
+
+extension Operator {
+  var isOutputRange: Bool {
+    switch self {
+    case .outputAt, .outputIn, .prefix: true
+    default: false
+    }
+  }
+}
+
+/// The first lines at which two logs differ (`nil` past a log's end).
+func firstDifference(_ sluice: [String], _ other: [String]) -> (sluice: String?, other: String?) {
+  for index in 0..<max(sluice.count, other.count) {
+    let left = index < sluice.count ? sluice[index] : nil
+    let right = index < other.count ? other[index] : nil
+    if left != right { return (left, right) }
+  }
+  return (nil, nil)
+}
+
+func isCompletion(_ line: String) -> Bool {
+  line == "sub finished" || line.hasPrefix("sub failure")
+}
+
+/// The log without requests and cancels that reached a source subscription after it completed.
+func withoutSignalsAfterEnd(_ log: [String]) -> [String] {
+  var ended = Set<Substring>()
+  return log.filter { line in
+    guard line.hasPrefix("src#"), let space = line.firstIndex(of: " ") else { return true }
+    let link = line[..<space]
+    let event = line[line.index(after: space)...]
+    if event == "finished" || event.hasPrefix("failure") {
+      ended.insert(link)
+      return true
+    }
+    let isSignal = event.hasPrefix("request") || event == "cancel"
+    return !(isSignal && ended.contains(link))
+  }
+}

@@ -1,0 +1,84 @@
+/// The operators scenarios are built from: every one-upstream operator Sluice has that maps
+/// `Int` to `Int` (or is made to, with a `map` that does not change its demand or timing), with
+/// the parameter a generator picks. Try-operators throw `TestError(code: 100 + k)` on the value
+/// `k`. `replaceEmpty` is left out: Sluice forwards demand on purpose where Combine requests
+/// `.unlimited` (README, "Where Sluice differs from Combine, on purpose").
+public enum Operator: Sendable, Hashable, CustomStringConvertible {
+  case map, filter, compactMap, scan, removeDuplicates, ignoreOutput, handleEvents, breakpoint
+  case mapError, first, last, collectAll, reduce, count, min, max
+  case dropFirst(Int), prefix(Int), outputAt(Int), outputIn(Int, Int)
+  case firstWhere(Int), lastWhere(Int), collect(Int), contains(Int), allSatisfy(Int)
+  case prefixWhile(Int), dropWhile(Int)
+  case tryMap(Int), tryFilter(Int), tryScan(Int), tryCompactMap(Int), tryRemoveDuplicates(Int)
+  case tryPrefixWhile(Int), tryDropWhile(Int), tryFirstWhere(Int), tryLastWhere(Int)
+  case tryMin(Int), tryMax(Int), tryContains(Int), tryAllSatisfy(Int), tryReduce(Int)
+  case catchJust, tryCatchJust, replaceError, retry(Int)
+
+  public var description: String {
+    switch self {
+    case .map: "map"
+    case .filter: "filter"
+    case .compactMap: "compactMap"
+    case .scan: "scan"
+    case .removeDuplicates: "removeDuplicates"
+    case .ignoreOutput: "ignoreOutput"
+    case .handleEvents: "handleEvents"
+    case .breakpoint: "breakpoint"
+    case .mapError: "mapError"
+    case .first: "first"
+    case .last: "last"
+    case .collectAll: "collect()"
+    case .reduce: "reduce"
+    case .count: "count"
+    case .min: "min"
+    case .max: "max"
+    case .dropFirst(let k): "dropFirst(\(k))"
+    case .prefix(let k): "prefix(\(k))"
+    case .outputAt(let k): "output(at: \(k))"
+    case .outputIn(let a, let b): "output(in: \(a)..<\(b))"
+    case .firstWhere(let k): "first(where: > \(k))"
+    case .lastWhere(let k): "last(where: > \(k))"
+    case .collect(let k): "collect(\(k))"
+    case .contains(let k): "contains(\(k))"
+    case .allSatisfy(let k): "allSatisfy(< \(k))"
+    case .prefixWhile(let k): "prefix(while: != \(k))"
+    case .dropWhile(let k): "drop(while: != \(k))"
+    case .tryMap(let k): "tryMap(throws on \(k))"
+    case .tryFilter(let k): "tryFilter(throws on \(k))"
+    case .tryScan(let k): "tryScan(throws on \(k))"
+    case .tryCompactMap(let k): "tryCompactMap(throws on \(k))"
+    case .tryRemoveDuplicates(let k): "tryRemoveDuplicates(throws on \(k))"
+    case .tryPrefixWhile(let k): "tryPrefix(while:, throws on \(k))"
+    case .tryDropWhile(let k): "tryDrop(while:, throws on \(k))"
+    case .tryFirstWhere(let k): "tryFirst(where:, throws on \(k))"
+    case .tryLastWhere(let k): "tryLast(where:, throws on \(k))"
+    case .tryMin(let k): "tryMin(throws on \(k))"
+    case .tryMax(let k): "tryMax(throws on \(k))"
+    case .tryContains(let k): "tryContains(throws on \(k))"
+    case .tryAllSatisfy(let k): "tryAllSatisfy(throws on \(k))"
+    case .tryReduce(let k): "tryReduce(throws on \(k))"
+    case .catchJust: "catch { Just(-1) }"
+    case .tryCatchJust: "tryCatch { Just(-1) }"
+    case .replaceError: "replaceError(with: -1)"
+    case .retry(let k): "retry(\(k))"
+    }
+  }
+
+  /// Every operator, with a parameter drawn from `random`.
+  static func random(_ random: inout SplitMix64) -> Operator {
+    let k = random.next(upTo: 10)
+    let small = random.next(upTo: 4)
+    let all: [Operator] = [
+      .map, .filter, .compactMap, .scan, .removeDuplicates, .ignoreOutput, .handleEvents,
+      .breakpoint, .mapError, .first, .last, .collectAll, .reduce, .count, .min, .max,
+      .dropFirst(small), .prefix(small), .outputAt(small), .outputIn(small, small + k % 4),
+      .firstWhere(k), .lastWhere(k), .collect(1 + small), .contains(k), .allSatisfy(k),
+      .prefixWhile(k), .dropWhile(k), .tryMap(k), .tryFilter(k), .tryScan(k),
+      .tryCompactMap(k), .tryRemoveDuplicates(k), .tryPrefixWhile(k), .tryDropWhile(k),
+      .tryFirstWhere(k), .tryLastWhere(k), .tryMin(k), .tryMax(k), .tryContains(k),
+      .tryAllSatisfy(k), .tryReduce(k), .catchJust, .tryCatchJust, .replaceError,
+      .retry(small),
+    ]
+    return all[random.next(upTo: all.count)]
+  }
+}
