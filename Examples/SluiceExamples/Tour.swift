@@ -18,6 +18,7 @@ public let tour: [TourSection] = [
   TourSection(title: "Operators: reducing, mathematics, matching", run: reducingTour),
   TourSection(title: "Operators: picking by position", run: sequenceTour),
   TourSection(title: "Operators: errors, side effects, coding", run: errorsTour),
+  TourSection(title: "Operators: time, switching, merging", run: combiningTour),
   TourSection(title: "Bridges: publishers and async/await", run: bridgesTour),
   TourSection(title: "Actors and pipelines", run: actorsTour),
 ]

@@ -172,9 +172,11 @@ where
   @usableFromInline var playgroundDescription: Any { description }
 }
 
-/// Subscribes a ``CatchSubscription`` to its replacement publisher.
+/// Subscribes a ``CatchSubscription`` to its replacement publisher; described and reflected as
+/// the subscription itself.
 @usableFromInline
-struct CatchTail<Upstream: Publisher, NewPublisher: Publisher, Downstream: Subscriber>: Subscriber
+struct CatchTail<Upstream: Publisher, NewPublisher: Publisher, Downstream: Subscriber>: Subscriber,
+  CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible
 where
   Upstream.Output == Downstream.Input, NewPublisher.Output == Downstream.Input,
   NewPublisher.Failure == Downstream.Failure
@@ -196,6 +198,10 @@ where
   @inlinable func receive(completion: Subscribers.Completion<Failure>) {
     parent.receiveTail(completion: completion)
   }
+
+  @usableFromInline var description: String { parent.description }
+  @usableFromInline var customMirror: Mirror { parent.customMirror }
+  @usableFromInline var playgroundDescription: Any { parent.playgroundDescription }
 }
 
 extension Publisher {

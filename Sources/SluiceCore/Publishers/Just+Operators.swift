@@ -122,12 +122,12 @@ extension Just {
     Optional(output).publisher.output(at: index)
   }
 
-  /// The value when `range` contains 0. Traps when the range starts below 0.
+  /// The value when `range` starts at 0, exactly as Combine's specialization decides (so the
+  /// empty range `0..<0` publishes the value too, and a range starting below 0 publishes nothing
+  /// rather than trapping).
   public func output<R: RangeExpression>(in range: R) -> Optional<Output>.Publisher
   where R.Bound == Int {
-    let range = range.relative(to: 0..<Int.max)
-    if range.lowerBound < 0 { Violation.negativeIndex(range.lowerBound, operator: "output(in:)") }
-    return Optional<Output>.Publisher(range.contains(0) ? output : nil)
+    Optional<Output>.Publisher(range.relative(to: 0..<Int.max).lowerBound == 0 ? output : nil)
   }
 
   /// The value unless `maxLength` is 0. Traps when `maxLength` is negative.

@@ -49,8 +49,18 @@ extension Subscribers {
     public func cancel() { box.cancel() }
 
     public var description: String { "Assign \(Root.self)." }
+    /// Combine's children: the object (nil once done), the key path and the status.
     public var customMirror: Mirror {
-      Mirror(self, children: ["object": object as Any, "keyPath": keyPath])
+      let status: String
+      if object == nil {
+        status = "terminal"
+      } else if let subscription = box.subscription {
+        status = "subscribed(\(subscription))"
+      } else {
+        status = "awaitingSubscription"
+      }
+      return Mirror(
+        self, children: ["object": object as Any, "keyPath": keyPath, "status": status])
     }
     public var playgroundDescription: Any { description }
   }

@@ -285,6 +285,20 @@ struct DemandAndTrapParityTests {
     #expect(after == ["nil", "nil", "false", "nil"])
   }
 
+  @Test func assignAndCatchTailMirrors() throws {
+    final class Target { var value = 0 }
+    let target = Target()
+    let assign = Subscribers.Assign(object: target, keyPath: \Target.value)
+    #expect(mirrorLabels(assign) == ["object", "keyPath", "status"])
+    #expect(customMirror(of: assign)?.children.map { "\($0.value)" }.last == "awaitingSubscription")
+    // The replacement publisher of `catch` sees a subscriber described as the operator.
+    let fallback = HeldPublisher<Int, Never>()
+    Fail<Int, TestError>(error: TestError()).catch { _ in fallback }
+      .subscribe(RecordingSubscriber<Int, Never>())
+    #expect(String(describing: fallback.subscriberObject!) == "Catch")
+    #expect(mirrorLabels(fallback.subscriberObject) == ["downstream", "demand"])
+  }
+
   @Test func passthroughConduitMirrorNamesTheSubject() throws {
     let subject = PassthroughSubject<Int, Never>()
     let recorder = RecordingSubscriber<Int, Never>()
@@ -298,6 +312,10 @@ struct DemandAndTrapParityTests {
 
   @Test func optionalOutputInChecksItsUpperBoundAsCombineDoes() async {
     #expect(Just(1).output(in: 0...).output == 1, "Just's specialization does not")
+    // Just's specialization looks only at where the range starts, as Combine's does.
+    #expect(Just(1).output(in: 0..<0).output == 1)
+    #expect(Just(1).output(in: -10..<10).output == nil)
+    #expect(Just(1).output(in: 1..<10).output == nil)
     #expect(Optional(1).publisher.output(in: 0..<5).output == 1)
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       _ = Optional(12).publisher.output(in: 0..<(.max - 1))

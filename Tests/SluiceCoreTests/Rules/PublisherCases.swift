@@ -7,6 +7,8 @@ struct PublisherCase: Sendable, CustomStringConvertible {
   let description: String
   let expected: [Int]
   let make: @Sendable () -> AnyPublisher<Int, Never>
+  /// Values arrive on another thread after `request` returns (`receive(on:)`).
+  var deliversLater = false
 
   /// Every finite, cold publisher of this module, for the shared rule suite.
   static let all: [PublisherCase] = sources + operators
@@ -186,7 +188,35 @@ extension PublisherCase {
       $0.encode(encoder: JSONEncoder()).decode(type: Int.self, decoder: JSONDecoder())
         .assertNoFailure().eraseToAnyPublisher()
     },
+    op("receive(on: serial queue)", numbers) {
+      $0.receive(on: DispatchQueue(label: "rules.receive-on")).eraseToAnyPublisher()
+    }.later,
+    op("receive(on: concurrent queue)", numbers) {
+      $0.receive(on: DispatchQueue.global()).eraseToAnyPublisher()
+    }.later,
+    op("subscribe(on:)", numbers) {
+      $0.subscribe(on: ImmediateScheduler.shared).eraseToAnyPublisher()
+    },
+    op("switchToLatest", numbers) { Just($0).switchToLatest().eraseToAnyPublisher() },
+    op("flatMap", numbers) { $0.flatMap { Just($0) }.eraseToAnyPublisher() },
+    op("flatMap(maxPublishers: 2)", numbers) {
+      $0.flatMap(maxPublishers: .max(2)) { [$0].publisher }.eraseToAnyPublisher()
+    },
+    op("merge(with:)", numbers) { $0.merge(with: Empty()).eraseToAnyPublisher() },
+    op("MergeMany", numbers) {
+      Publishers.MergeMany(Empty().eraseToAnyPublisher(), $0.eraseToAnyPublisher())
+        .eraseToAnyPublisher()
+    },
   ]
+}
+
+extension PublisherCase {
+  /// This case, marked as delivering on another thread after `request` returns.
+  var later: PublisherCase {
+    var copy = self
+    copy.deliversLater = true
+    return copy
+  }
 }
 
 /// A text stream that discards what it is given.

@@ -80,6 +80,7 @@ struct PublisherRuleTests {
     let subscription = Box<any Subscription>()
     let received = Box<[Int]>([])
     let completed = Box<Bool>(false)
+    let first = AsyncStream<Void>.makeStream()
     let probe = Probe<Int, Never>(
       onSubscription: {
         subscription.set($0); $0.request(.unlimited)
@@ -87,10 +88,16 @@ struct PublisherRuleTests {
       onValue: { value in
         received.update { $0?.append(value) }
         subscription.value?.cancel()
+        first.continuation.finish()
         return .max(5)
       },
       onCompletion: { _ in completed.set(true) })
     publisher.make().checkingRules(checker).subscribe(probe)
+    if publisher.deliversLater {
+      // Give a wrong delivery after the cancel a chance to show.
+      for await _ in first.stream {}
+      try? await Task.sleep(for: .milliseconds(20))
+    }
     #expect(received.value == [publisher.expected[0]])
     #expect(completed.value == false)
     #expect(checker.violations.isEmpty, "\(checker.violations)")

@@ -1,22 +1,23 @@
 /// A first-in, first-out buffer with amortised O(1) append, removal at the front and removal of
-/// the oldest element: the storage behind the async bridges' buffering policies.
+/// the oldest element: the storage behind the async bridges' buffering policies and the
+/// scheduler hand-offs of `receive(on:)` and `subscribe(on:)`.
 @usableFromInline
-struct RingBuffer<Element> {
+package struct RingBuffer<Element> {
   @usableFromInline var storage: ContiguousArray<Element?> = []
   @usableFromInline var head = 0
-  @usableFromInline var count = 0
+  @usableFromInline package var count = 0
 
-  @inlinable init() {}
+  @inlinable package init() {}
 
-  @inlinable var isEmpty: Bool { count == 0 }
+  @inlinable package var isEmpty: Bool { count == 0 }
 
-  @inlinable mutating func append(_ element: Element) {
+  @inlinable package mutating func append(_ element: Element) {
     if count == storage.count { grow() }
     storage[(head + count) % storage.count] = element
     count += 1
   }
 
-  @inlinable mutating func popFirst() -> Element? {
+  @inlinable package mutating func popFirst() -> Element? {
     guard count > 0 else { return nil }
     let element = storage[head]
     storage[head] = nil
@@ -25,7 +26,7 @@ struct RingBuffer<Element> {
     return element
   }
 
-  @inlinable mutating func removeAll() {
+  @inlinable package mutating func removeAll() {
     storage = []
     head = 0
     count = 0

@@ -1,0 +1,278 @@
+/// The engine of `flatMap`, `merge` and `MergeMany`: many upstreams ("inners") of the same output
+/// into one downstream, optionally fed by an outer publisher of inners.
+///
+/// **Demand**, as Combine's: each inner is asked for `.max(1)` when it subscribes (`.unlimited`
+/// once the downstream's demand is unlimited) and for one more after each of its values is
+/// delivered; a value that arrives without downstream demand waits in a buffer (at most one per
+/// inner), oldest first, until the downstream requests. With an outer publisher, `maxPublishers`
+/// inners are requested from it, and one more each time an inner finishes.
+/// **Ordering**: one thread delivers at a time; values from one inner keep their order.
+/// **Completion**: finishes when the outer publisher (if any) and every inner have finished and
+/// the buffer is drained; the first failure cancels everything else and fails at once.
+///
+/// States: `live` → `terminal`; while live, one thread at a time may be `delivering`.
+/// | event | live, idle | live, delivering | terminal |
+/// |---|---|---|---|
+/// | inner subscribes | keep it; request `.max(1)` (unlimited demand: `.unlimited`) | same | cancel it |
+/// | inner value | buffer it; demand > 0: become the deliverer, drain | buffer it (the deliverer drains it) | drop |
+/// | drain | while demand > 0: deliver the oldest buffered value, demand −1 +returned; ask its inner for one more | — | stop |
+/// | inner / outer finished | forget it; all done and buffer empty: finish; else ask outer for one more | same (the deliverer finishes) | drop |
+/// | a failure | terminal; cancel the rest; fail | same | drop |
+/// | `request(n)` | demand +n; drain (unlimited: ask every inner for `.unlimited`) | demand +n | ignore |
+/// | `cancel()` | terminal; cancel everything; release the downstream | same | nothing |
+final class MergeCore<Output, Failure: Error, Downstream: Subscriber>: Subscription,
+  CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
+  @unchecked Sendable
+where Downstream.Input == Output, Downstream.Failure == Failure {
+  // Safety: all mutable state is in `state`'s lock; upstreams and the downstream are called
+  // after unlocking, the downstream only by the one thread the state lets deliver.
+
+  struct State {
+    var downstream: Downstream?
+    var terminal = false
+    var delivering = false
+    var demand = Subscribers.Demand.none
+    var buffer = RingBuffer<(index: Int, value: Output)>()
+    var inners: [Int: any Subscription] = [:]
+    /// Inners subscribed to (or about to be) that have not finished.
+    var liveInners = 0
+    var outer: (any Subscription)?
+    var outerFinished: Bool
+    var nextIndex = 0
+
+    /// Everything to cancel when the merge ends early.
+    mutating func end() -> [any Subscription] {
+      terminal = true
+      defer {
+        inners = [:]
+        outer = nil
+      }
+      return Array(inners.values) + [outer].compactMap { $0 }
+    }
+
+    /// Whether the merge has finished normally (the caller sends `.finished`).
+    mutating func finishedIfDone() -> Downstream? {
+      guard !terminal, !delivering, outerFinished, liveInners == 0, buffer.isEmpty else {
+        return nil
+      }
+      terminal = true
+      defer { downstream = nil }
+      return downstream
+    }
+  }
+
+  let name: String
+  let maxPublishers: Subscribers.Demand
+  let state: Lock<State>
+
+  init(name: String, downstream: Downstream, maxPublishers: Subscribers.Demand, hasOuter: Bool) {
+    self.name = name
+    self.maxPublishers = maxPublishers
+    state = Lock(State(downstream: downstream, outerFinished: !hasOuter))
+  }
+
+  /// Counts an inner about to be subscribed (so the merge does not finish before it does) and
+  /// gives it its index; `nil` once the merge has ended.
+  func willSubscribeInner() -> Int? {
+    state.withLock { state in
+      guard !state.terminal else { return nil }
+      state.liveInners += 1
+      defer { state.nextIndex += 1 }
+      return state.nextIndex
+    }
+  }
+
+  /// Subscribes the core to `inner`, unless the merge has ended.
+  func subscribe<P: Publisher>(_ inner: P) where P.Output == Output, P.Failure == Failure {
+    guard let index = willSubscribeInner() else { return }
+    inner.receive(subscriber: MergeInner(core: self, index: index))
+  }
+
+  // MARK: Outer publisher
+
+  func receiveOuter(subscription: any Subscription) -> Bool {
+    let accepted = state.withLock { state -> Bool in
+      guard state.outer == nil, !state.terminal, !state.outerFinished else { return false }
+      state.outer = subscription
+      return true
+    }
+    if accepted { subscription.request(maxPublishers) } else { subscription.cancel() }
+    return accepted
+  }
+
+  func receiveOuter(completion: Subscribers.Completion<Failure>) {
+    switch completion {
+    case .finished:
+      let finishing = state.withLock { state -> Downstream? in
+        guard !state.terminal else { return nil }
+        state.outer = nil
+        state.outerFinished = true
+        return state.finishedIfDone()
+      }
+      finishing?.receive(completion: .finished)
+    case .failure: fail(completion, exceptInner: nil)
+    }
+  }
+
+  /// For `merge`: every upstream has been subscribed to (the merge may finish from now on).
+  func allInnersSubscribed() { receiveOuter(completion: .finished) }
+
+  // MARK: Inners
+
+  func receiveInner(subscription: any Subscription, index: Int) {
+    let demand = state.withLock { state -> Subscribers.Demand? in
+      guard !state.terminal, state.inners[index] == nil else { return nil }
+      state.inners[index] = subscription
+      return state.demand == .unlimited ? .unlimited : .max(1)
+    }
+    guard let demand else {
+      subscription.cancel()
+      return
+    }
+    subscription.request(demand)
+  }
+
+  func receiveInner(_ value: Output, index: Int) -> Subscribers.Demand {
+    let drains = state.withLock { state -> Bool in
+      guard !state.terminal else { return false }
+      state.buffer.append((index, value))
+      guard !state.delivering, state.demand > 0 else { return false }
+      state.delivering = true
+      return true
+    }
+    guard drains else { return .none }
+    // When this call delivers its own value, its "one more" is returned, not requested (and
+    // nothing is, once every inner has been asked for `.unlimited`).
+    let deliveredOwn = drain(returningFor: index)
+    return deliveredOwn && state.withLock({ $0.demand }) != .unlimited ? .max(1) : .none
+  }
+
+  func receiveInner(completion: Subscribers.Completion<Failure>, index: Int) {
+    switch completion {
+    case .finished:
+      let (finishing, askOuter) = state.withLock { state -> (Downstream?, (any Subscription)?) in
+        guard !state.terminal, state.inners.removeValue(forKey: index) != nil else {
+          return (nil, nil)
+        }
+        state.liveInners -= 1
+        if let downstream = state.finishedIfDone() { return (downstream, nil) }
+        return (nil, maxPublishers == .unlimited ? nil : state.outer)
+      }
+      finishing?.receive(completion: .finished)
+      askOuter?.request(.max(1))
+    case .failure: fail(completion, exceptInner: index)
+    }
+  }
+
+  // MARK: Downstream calls
+
+  func request(_ demand: Subscribers.Demand) {
+    demand.assertNonZero(for: name)
+    let (drains, everyInner) = state.withLock { state -> (Bool, [any Subscription]) in
+      guard !state.terminal else { return (false, []) }
+      let wasUnlimited = state.demand == .unlimited
+      state.demand += demand
+      let everyInner =
+        !wasUnlimited && state.demand == .unlimited ? Array(state.inners.values) : []
+      guard !state.delivering, !state.buffer.isEmpty else { return (false, everyInner) }
+      state.delivering = true
+      return (true, everyInner)
+    }
+    for inner in everyInner { inner.request(.unlimited) }
+    if drains { drain(returningFor: nil) }
+  }
+
+  func cancel() {
+    let (cancelling, released) = state.withLock { state -> ([any Subscription], Downstream?) in
+      guard !state.terminal else { return ([], nil) }
+      defer { state.downstream = nil }
+      return (state.end(), state.downstream)
+    }
+    for subscription in cancelling { subscription.cancel() }
+    withExtendedLifetime(released) {}
+  }
+
+  // MARK: Delivery
+
+  /// Delivers buffered values while there is demand; only the thread that set `delivering`.
+  /// The first value from inner `own` is this call's caller's: its "one more" is returned by
+  /// the caller instead of requested here. Returns whether that value was delivered.
+  @discardableResult
+  private func drain(returningFor own: Int?) -> Bool {
+    var own = own
+    var deliveredOwn = false
+    while true {
+      let next = state.withLock { state -> (Output, Int, Downstream)? in
+        guard !state.terminal, let downstream = state.downstream, state.demand > 0,
+          let (index, value) = state.buffer.popFirst()
+        else {
+          state.delivering = false
+          return nil
+        }
+        if state.demand != .unlimited { state.demand -= 1 }
+        return (value, index, downstream)
+      }
+      guard let (value, index, downstream) = next else { break }
+      let more = downstream.receive(value)
+      let (askInner, everyInner) = state.withLock {
+        state -> ((any Subscription)?, [any Subscription]) in
+        let wasUnlimited = state.demand == .unlimited
+        state.demand += more
+        if state.demand == .unlimited {
+          // Became unlimited through returned demand: every inner may now send all it has.
+          return (nil, wasUnlimited ? [] : Array(state.inners.values))
+        }
+        return (state.inners[index], [])
+      }
+      for inner in everyInner { inner.request(.unlimited) }
+      if own == index {
+        own = nil
+        deliveredOwn = true
+      } else {
+        askInner?.request(.max(1))
+      }
+    }
+    let finishing = state.withLock { $0.finishedIfDone() }
+    finishing?.receive(completion: .finished)
+    return deliveredOwn
+  }
+
+  var description: String { name }
+  var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  var playgroundDescription: Any { description }
+
+  private func fail(_ completion: Subscribers.Completion<Failure>, exceptInner index: Int?) {
+    let (cancelling, downstream) = state.withLock {
+      state -> ([any Subscription], Downstream?) in
+      guard !state.terminal else { return ([], nil) }
+      if let index { state.inners[index] = nil }
+      defer { state.downstream = nil }
+      return (state.end(), state.downstream)
+    }
+    for subscription in cancelling { subscription.cancel() }
+    downstream?.receive(completion: completion)
+  }
+}
+
+/// Subscribes a ``MergeCore`` to one inner publisher (or one of `merge`'s upstreams).
+struct MergeInner<Output, Failure: Error, Downstream: Subscriber>: Subscriber,
+  CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible
+where Downstream.Input == Output, Downstream.Failure == Failure {
+  typealias Input = Output
+
+  let core: MergeCore<Output, Failure, Downstream>
+  let index: Int
+  let combineIdentifier = CombineIdentifier()
+
+  func receive(subscription: any Subscription) {
+    core.receiveInner(subscription: subscription, index: index)
+  }
+  func receive(_ input: Output) -> Subscribers.Demand { core.receiveInner(input, index: index) }
+  func receive(completion: Subscribers.Completion<Failure>) {
+    core.receiveInner(completion: completion, index: index)
+  }
+
+  var description: String { core.name }
+  var customMirror: Mirror { Mirror(self, children: [("parentSubscription", core)]) }
+  var playgroundDescription: Any { description }
+}

@@ -1,0 +1,38 @@
+extension Publishers {
+  /// A publisher that merges any number of upstreams of one type, as Combine's `MergeMany`.
+  ///
+  /// **Demand**: each upstream is asked for one value at a time (all it has, once the
+  /// downstream's demand is unlimited); a value beyond the downstream's demand waits, at most one
+  /// per upstream, and is delivered first when the downstream requests. **Ordering**: values from
+  /// one upstream keep their order; signals reach the downstream one at a time, whatever threads
+  /// the upstreams send from. Finishes when every upstream has finished; the first failure
+  /// cancels the others and fails. **Cancellation**: cancels every upstream and releases the
+  /// downstream.
+  public struct MergeMany<Upstream: Publisher>: Publisher {
+    public typealias Output = Upstream.Output
+    public typealias Failure = Upstream.Failure
+
+    /// The publishers this publisher merges.
+    public let publishers: [Upstream]
+
+    public init(_ upstream: Upstream...) { publishers = upstream }
+
+    public init<S: Swift.Sequence>(_ upstream: S) where S.Element == Upstream {
+      publishers = Array(upstream)
+    }
+
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      let core = MergeCore<Output, Failure, S>(
+        name: "Merge", downstream: subscriber, maxPublishers: .unlimited, hasOuter: true)
+      subscriber.receive(subscription: core)
+      for publisher in publishers { core.subscribe(publisher) }
+      core.allInnersSubscribed()
+    }
+
+    /// This merge with one more upstream.
+    public func merge(with other: Upstream) -> MergeMany<Upstream> {
+      MergeMany(publishers + [other])
+    }
+  }
+}

@@ -1,0 +1,184 @@
+extension Publishers {
+  /// Performs the subscription to the upstream, and every request and cancel sent to it, on a
+  /// scheduler, as Combine's `subscribe(on:options:)`.
+  ///
+  /// **Demand**: each request is passed upstream in a scheduled action, in the order made.
+  /// **Ordering**: values and the completion pass through on whatever thread the upstream sends
+  /// them (use `receive(on:)` to move them). Requests and the cancel reach the upstream one at a
+  /// time, in order, even on a scheduler that runs actions concurrently. **Cancellation**: the
+  /// downstream is released at once and receives nothing more; the upstream is cancelled in a
+  /// scheduled action. A cancel made before the upstream subscription arrives is honoured when it
+  /// does.
+  public struct SubscribeOn<Upstream: Publisher, Context: Scheduler>: Publisher {
+    public typealias Output = Upstream.Output
+    public typealias Failure = Upstream.Failure
+
+    /// The publisher from which this publisher receives elements.
+    public let upstream: Upstream
+    /// The scheduler used to subscribe, request and cancel.
+    public let scheduler: Context
+    /// Scheduler options that customize those actions.
+    public let options: Context.SchedulerOptions?
+
+    public init(upstream: Upstream, scheduler: Context, options: Context.SchedulerOptions?) {
+      self.upstream = upstream
+      self.scheduler = scheduler
+      self.options = options
+    }
+
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      let inner = SubscribeOnSubscription<Upstream, Context, S>(
+        scheduler: scheduler, options: options, downstream: subscriber)
+      let upstream = self.upstream
+      scheduler.schedule(options: options) { upstream.receive(subscriber: inner) }
+    }
+  }
+}
+
+/// The subscription of `subscribe(on:)`.
+///
+/// States: `awaitingSubscription` → `subscribed(upstream)` → `terminal`.
+/// | event | awaiting | subscribed | terminal |
+/// |---|---|---|---|
+/// | subscription `s` | subscribed; hand self downstream | cancel `s` | cancel `s` (an early cancel) |
+/// | value / completion | drop | pass downstream (completion: terminal) | drop |
+/// | `request(n)` | ignore | queue a request, schedule an action | ignore |
+/// | `cancel()` | terminal | terminal; queue the cancel, schedule an action | nothing |
+/// | action runs | — | perform the oldest queued request or cancel upstream | same |
+final class SubscribeOnSubscription<
+  Upstream: Publisher, Context: Scheduler, Downstream: Subscriber
+>: Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
+  CustomPlaygroundDisplayConvertible, @unchecked Sendable
+where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failure {
+  // Safety: all mutable state is in `state`'s lock; the downstream, the upstream and the
+  // scheduler are called after unlocking, and the hand-off queue lets one thread call the
+  // upstream at a time.
+  typealias Input = Upstream.Output
+  typealias Failure = Upstream.Failure
+
+  enum Call {
+    case request(Subscribers.Demand)
+    case cancel
+  }
+
+  enum Phase {
+    case awaitingSubscription
+    case subscribed
+    case terminal
+  }
+
+  struct State {
+    var phase = Phase.awaitingSubscription
+    /// Until terminal.
+    var downstream: Downstream?
+    /// Kept until the queued cancel reached it.
+    var upstream: (any Subscription)?
+    var queue = HandOffQueue<Call>()
+  }
+
+  let scheduler: Context
+  let options: Context.SchedulerOptions?
+  let state: Lock<State>
+
+  init(scheduler: Context, options: Context.SchedulerOptions?, downstream: Downstream) {
+    self.scheduler = scheduler
+    self.options = options
+    state = Lock(State(downstream: downstream))
+  }
+
+  func receive(subscription: any Subscription) {
+    let downstream = state.withLock { state -> Downstream? in
+      guard case .awaitingSubscription = state.phase else { return nil }
+      state.phase = .subscribed
+      state.upstream = subscription
+      return state.downstream
+    }
+    guard let downstream else {
+      subscription.cancel()
+      return
+    }
+    downstream.receive(subscription: self)
+  }
+
+  func receive(_ input: Input) -> Subscribers.Demand {
+    let downstream = state.withLock { state -> Downstream? in
+      guard case .subscribed = state.phase else { return nil }
+      return state.downstream
+    }
+    return downstream?.receive(input) ?? .none
+  }
+
+  func receive(completion: Subscribers.Completion<Failure>) {
+    let downstream = state.withLock { state -> Downstream? in
+      guard case .subscribed = state.phase else { return nil }
+      state.phase = .terminal
+      defer { state.downstream = nil }
+      return state.downstream
+    }
+    downstream?.receive(completion: completion)
+  }
+
+  func request(_ demand: Subscribers.Demand) {
+    demand.assertNonZero(for: description)
+    submit(.request(demand))
+  }
+
+  func cancel() {
+    let (queued, released) = state.withLock { state -> (Bool, Downstream?) in
+      let wasSubscribed: Bool
+      switch state.phase {
+      case .subscribed: wasSubscribed = true
+      case .awaitingSubscription: wasSubscribed = false
+      case .terminal: return (false, nil)
+      }
+      state.phase = .terminal
+      defer { state.downstream = nil }
+      if wasSubscribed { state.queue.submit(.cancel) }
+      return (wasSubscribed, state.downstream)
+    }
+    withExtendedLifetime(released) {}
+    if queued { scheduler.schedule(options: options) { self.perform() } }
+  }
+
+  func submit(_ call: Call) {
+    let queued = state.withLock { state -> Bool in
+      guard case .subscribed = state.phase else { return false }
+      state.queue.submit(call)
+      return true
+    }
+    if queued { scheduler.schedule(options: options) { self.perform() } }
+  }
+
+  /// A scheduled action: makes the call it stands for (or leaves it to the thread already making
+  /// calls), then any calls owed meanwhile.
+  func perform() {
+    var next = state.withLock { state in state.queue.actionRan().map { ($0, state.upstream) } }
+    while let (call, upstream) = next {
+      switch call {
+      case .request(let demand): upstream?.request(demand)
+      case .cancel:
+        upstream?.cancel()
+        state.withLock { $0.upstream = nil }
+      }
+      next = state.withLock { state in state.queue.performed().map { ($0, state.upstream) } }
+    }
+  }
+
+  var description: String { "SubscribeOn" }
+  var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  var playgroundDescription: Any { description }
+}
+
+extension Publisher {
+  /// Subscribes to this publisher, and sends it requests and cancels, on `scheduler`.
+  ///
+  /// ```swift
+  /// expensiveWork.subscribe(on: DispatchQueue.global()).receive(on: DispatchQueue.main)
+  /// ```
+  public func subscribe<S: Scheduler>(on scheduler: S, options: S.SchedulerOptions? = nil)
+    -> Publishers.SubscribeOn<Self, S>
+  {
+    Publishers.SubscribeOn(upstream: self, scheduler: scheduler, options: options)
+  }
+}

@@ -1,0 +1,127 @@
+import Dispatch
+import Foundation
+import SluiceCore
+import SluiceTesting
+import Synchronization
+import Testing
+
+/// `receive(on:)` and `subscribe(on:)`, on virtual time and on real queues.
+@Suite("receive(on:) and subscribe(on:)")
+struct SchedulingOperatorTests {
+  @Test func receiveOnDeliversValuesAndCompletionInScheduledActionsInOrder() throws {
+    let scheduler = DispatchQueue.test
+    let source = TestPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .max(2), demandPerValue: .max(1))
+    source.receive(on: scheduler).subscribe(recorder)
+    let subscription = try #require(recorder.subscription)
+    #expect(String(describing: subscription) == "ReceiveOn")
+    #expect(mirrorLabels(subscription).isEmpty)
+    #expect(source.subscriptions[0].requests == [.max(2)], "requests go straight upstream")
+    source.send(1)
+    source.send(2)
+    #expect(recorder.events.count == 1, "nothing before the scheduler runs")
+    #expect(source.subscriptions[0].totalDemand == .max(2), "receive(_:) returns .none")
+    scheduler.advance()
+    #expect(recorder.values == [1, 2])
+    // The demand returned on the scheduler is requested from the upstream then.
+    #expect(source.subscriptions[0].requests == [.max(2), .max(1), .max(1)])
+    source.send(3)
+    source.send(completion: .finished)
+    #expect(recorder.completion == nil)
+    scheduler.advance()
+    #expect(recorder.values == [1, 2, 3])
+    #expect(recorder.completion == .finished)
+  }
+
+  @Test func receiveOnCancelDropsWhatIsWaitingForTheScheduler() {
+    let scheduler = DispatchQueue.test
+    let source = TestPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    source.receive(on: scheduler).subscribe(recorder)
+    source.send(1)
+    source.send(2)
+    recorder.cancel()
+    #expect(source.subscriptions[0].isCancelled)
+    scheduler.advance()
+    #expect(recorder.values.isEmpty)
+    #expect(recorder.completion == nil)
+  }
+
+  @Test func receiveOnDeliversNothingBeforeTheSubscriptionWasHandedDown() async {
+    // A synchronous upstream sends as soon as the downstream requests, from inside its
+    // receive(subscription:); on a concurrent queue that delivery must still wait.
+    for _ in 0..<200 {
+      let checker = RuleChecker()
+      let recorder = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
+      (1...20).publisher.receive(on: DispatchQueue.global()).checkingRules(checker)
+        .subscribe(recorder)
+      #expect(await recorder.waitForCompletion() == .finished)
+      #expect(recorder.values == Array(1...20))
+      #expect(checker.violations.isEmpty, "\(checker.violations)")
+    }
+  }
+
+  @Test func receiveOnAConcurrentQueueStaysSerialAndOrderedUnderConcurrentSenders() async {
+    let subject = PassthroughSubject<Int, Never>()
+    let checker = RuleChecker()
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
+    subject.receive(on: DispatchQueue.global()).checkingRules(checker).subscribe(recorder)
+    let producers = 8
+    let perProducer = 500
+    concurrently(producers) { producer in
+      for index in 0..<perProducer { subject.send(producer * 10_000 + index) }
+    }
+    let values = await recorder.waitForValues(count: producers * perProducer)
+    #expect(values.count == producers * perProducer)
+    for producer in 0..<producers {
+      let own = values.filter { $0 / 10_000 == producer }.map { $0 % 10_000 }
+      #expect(own == Array(0..<perProducer), "producer \(producer)'s order")
+    }
+    #expect(checker.violations.isEmpty, "\(checker.violations)")
+  }
+
+  @Test func subscribeOnSubscribesRequestsAndCancelsInScheduledActions() throws {
+    let scheduler = DispatchQueue.test
+    let source = TestPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .max(3))
+    source.subscribe(on: scheduler).subscribe(recorder)
+    #expect(source.subscriptions.isEmpty, "subscribing waits for the scheduler")
+    scheduler.advance()  // subscribes, then (an action scheduled meanwhile) requests
+    let subscription = try #require(recorder.subscription)
+    #expect(String(describing: subscription) == "SubscribeOn")
+    #expect(source.subscriptions[0].requests == [.max(3)])
+    source.send(1)
+    #expect(recorder.values == [1], "values pass through on the sending thread")
+    recorder.request(.max(1))
+    recorder.cancel()
+    #expect(source.subscriptions[0].cancelCount == 0)
+    scheduler.advance()
+    #expect(source.subscriptions[0].requests == [.max(3), .max(1)])
+    #expect(source.subscriptions[0].cancelCount == 1)
+    source.send(2)
+    #expect(recorder.values == [1], "nothing after cancel")
+  }
+
+  @Test func subscribeOnHonoursACancelMadeBeforeTheUpstreamSubscribed() {
+    let scheduler = DispatchQueue.test
+    let source = TestPublisher<Int, Never>()
+    let probe = Probe<Int, Never>(onSubscription: { _ in })
+    let cancellable = AnyCancellable(
+      source.subscribe(on: scheduler).handleEvents().sink { _ in })
+    cancellable.cancel()
+    scheduler.advance()
+    #expect(source.subscriptions.first?.isCancelled ?? true)
+    withExtendedLifetime(probe) {}
+  }
+
+  @Test func subscribeOnCallsTheUpstreamOneAtATimeOnAConcurrentQueue() async {
+    let source = TestPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
+    source.subscribe(on: DispatchQueue.global()).subscribe(recorder)
+    while recorder.subscription == nil { await Task.yield() }
+    let subscription = Shared(recorder.subscription!)
+    concurrently(64) { _ in subscription.value.request(.max(1)) }
+    while source.subscriptions.first?.requests.count != 64 { await Task.yield() }
+    #expect(source.subscriptions[0].totalDemand == .max(64))
+  }
+}
