@@ -2,7 +2,11 @@
 /// `Int` to `Int` (or is made to, with a `map` that does not change its demand or timing), with
 /// the parameter a generator picks. Try-operators throw `TestError(code: 100 + k)` on the value
 /// `k`. `replaceEmpty` is left out: Sluice forwards demand on purpose where Combine requests
-/// `.unlimited` (README, "Where Sluice differs from Combine, on purpose").
+/// `.unlimited` (README, "Where Sluice differs from Combine, on purpose"). `subscribe(on:)` is
+/// built but not generated: OpenCombine's SubscribeOn holds a non-recursive lock while it
+/// requests from its upstream, so an upstream that delivers synchronously inside `request` (a
+/// reducing operator, with `ImmediateScheduler`) makes OpenCombine abort with "Resource
+/// deadlock avoided" (seed 27338 did: collect() → subscribe(on:) → retry(0)).
 public enum Operator: Sendable, Hashable, CustomStringConvertible {
   case map, filter, compactMap, scan, removeDuplicates, ignoreOutput, handleEvents, breakpoint
   case mapError, first, last, collectAll, reduce, count, min, max
@@ -13,6 +17,8 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
   case tryPrefixWhile(Int), tryDropWhile(Int), tryFirstWhere(Int), tryLastWhere(Int)
   case tryMin(Int), tryMax(Int), tryContains(Int), tryAllSatisfy(Int), tryReduce(Int)
   case catchJust, tryCatchJust, replaceError, retry(Int)
+  case receiveOnImmediate, subscribeOnImmediate, debounceImmediate, switchToLatestJust
+  case flatMapJust(Int), flatMapSequence(Int)
 
   public var description: String {
     switch self {
@@ -61,6 +67,14 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
     case .tryCatchJust: "tryCatch { Just(-1) }"
     case .replaceError: "replaceError(with: -1)"
     case .retry(let k): "retry(\(k))"
+    case .receiveOnImmediate: "receive(on: ImmediateScheduler)"
+    case .subscribeOnImmediate: "subscribe(on: ImmediateScheduler)"
+    case .debounceImmediate: "debounce(for: 0, scheduler: ImmediateScheduler)"
+    case .switchToLatestJust: "map { Just($0) }.switchToLatest()"
+    case .flatMapJust(let k):
+      "flatMap(maxPublishers: \(k == 0 ? "unlimited" : "max(\(k))")) { Just }"
+    case .flatMapSequence(let k):
+      "flatMap(maxPublishers: \(k == 0 ? "unlimited" : "max(\(k))")) { [v, v + 100] }"
     }
   }
 
@@ -77,8 +91,17 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
       .tryCompactMap(k), .tryRemoveDuplicates(k), .tryPrefixWhile(k), .tryDropWhile(k),
       .tryFirstWhere(k), .tryLastWhere(k), .tryMin(k), .tryMax(k), .tryContains(k),
       .tryAllSatisfy(k), .tryReduce(k), .catchJust, .tryCatchJust, .replaceError,
-      .retry(small),
+      .retry(small), .receiveOnImmediate, .debounceImmediate,
+      .switchToLatestJust, .flatMapJust(small), .flatMapSequence(small),
     ]
     return all[random.next(upTo: all.count)]
+  }
+
+  /// Whether the operator requests from its upstream from inside `receive(_:)`.
+  var requestsReentrantly: Bool {
+    switch self {
+    case .retry, .flatMapJust, .flatMapSequence: true
+    default: false
+    }
   }
 }

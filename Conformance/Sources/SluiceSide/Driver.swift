@@ -319,5 +319,23 @@ func apply(_ op: Operator, to upstream: AnyPublisher<Int, TestError>)
     return upstream.replaceError(with: -1).setFailureType(to: TestError.self)
       .eraseToAnyPublisher()
   case .retry(let k): return upstream.retry(k).eraseToAnyPublisher()
+  case .receiveOnImmediate:
+    return upstream.receive(on: ImmediateScheduler.shared).eraseToAnyPublisher()
+  case .subscribeOnImmediate:
+    return upstream.subscribe(on: ImmediateScheduler.shared).eraseToAnyPublisher()
+  case .debounceImmediate:
+    return upstream.debounce(for: .zero, scheduler: ImmediateScheduler.shared)
+      .eraseToAnyPublisher()
+  case .switchToLatestJust:
+    return upstream.map { Just($0).setFailureType(to: TestError.self) }.switchToLatest()
+      .eraseToAnyPublisher()
+  case .flatMapJust(let k):
+    return upstream.flatMap(maxPublishers: k == 0 ? .unlimited : .max(k)) {
+      Just($0 * 10).setFailureType(to: TestError.self)
+    }.eraseToAnyPublisher()
+  case .flatMapSequence(let k):
+    return upstream.flatMap(maxPublishers: k == 0 ? .unlimited : .max(k)) {
+      [$0, $0 + 100].publisher.setFailureType(to: TestError.self)
+    }.eraseToAnyPublisher()
   }
 }

@@ -19,8 +19,11 @@ let firstSeed = arguments.dropFirst().first.flatMap(UInt64.init) ?? 0
 var agree = 0
 var excused: [String: Int] = [:]
 var disagreements: [(Scenario, [String], [String])] = []
+let tracing = ProcessInfo.processInfo.environment["CONFORMANCE_TRACE"] != nil
 for seed in firstSeed..<(firstSeed + UInt64(count)) {
   let scenario = Scenario(seed: seed)
+  // A crash inside either implementation then shows which scenario caused it.
+  if tracing { FileHandle.standardError.write(Data("RUN \(scenario)\n".utf8)) }
   let sluice = SluiceSide.run(scenario)
   let reference = OpenCombineSide.run(scenario)
   if sluice == reference {

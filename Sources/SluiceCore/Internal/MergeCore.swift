@@ -40,14 +40,19 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     var outerFinished: Bool
     var nextIndex = 0
 
-    /// Everything to cancel when the merge ends early.
+    /// The live inners' subscriptions, oldest first.
+    var innersInOrder: [any Subscription] {
+      inners.sorted { $0.key < $1.key }.map(\.value)
+    }
+
+    /// Everything to cancel when the merge ends early: the inners oldest first, then the outer.
     mutating func end() -> [any Subscription] {
       terminal = true
       defer {
         inners = [:]
         outer = nil
       }
-      return Array(inners.values) + [outer].compactMap { $0 }
+      return innersInOrder + [outer].compactMap { $0 }
     }
 
     /// Whether the merge has finished normally (the caller sends `.finished`).
@@ -110,7 +115,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
         return state.finishedIfDone()
       }
       finishing?.receive(completion: .finished)
-    case .failure: fail(completion, exceptInner: nil)
+    case .failure: fail(completion, exceptInner: nil, outerFailed: true)
     }
   }
 
@@ -160,7 +165,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
       }
       finishing?.receive(completion: .finished)
       askOuter?.request(.max(1))
-    case .failure: fail(completion, exceptInner: index)
+    case .failure: fail(completion, exceptInner: index, outerFailed: false)
     }
   }
 
@@ -172,14 +177,14 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
       guard !state.terminal else { return (false, []) }
       let wasUnlimited = state.demand == .unlimited
       state.demand += demand
-      let everyInner =
-        !wasUnlimited && state.demand == .unlimited ? Array(state.inners.values) : []
+      let everyInner = !wasUnlimited && state.demand == .unlimited ? state.innersInOrder : []
       guard !state.delivering, !state.buffer.isEmpty else { return (false, everyInner) }
       state.delivering = true
       return (true, everyInner)
     }
-    for inner in everyInner { inner.request(.unlimited) }
+    // As Combine: what waits is delivered first, then every inner may send all it has.
     if drains { drain(returningFor: nil) }
+    for inner in everyInner { inner.request(.unlimited) }
   }
 
   func cancel() {
@@ -220,7 +225,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
         state.demand += more
         if state.demand == .unlimited {
           // Became unlimited through returned demand: every inner may now send all it has.
-          return (nil, wasUnlimited ? [] : Array(state.inners.values))
+          return (nil, wasUnlimited ? [] : state.innersInOrder)
         }
         return (state.inners[index], [])
       }
@@ -241,11 +246,15 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
   var playgroundDescription: Any { description }
 
-  private func fail(_ completion: Subscribers.Completion<Failure>, exceptInner index: Int?) {
+  /// Fails the merge: cancels everything but the upstream that failed.
+  private func fail(
+    _ completion: Subscribers.Completion<Failure>, exceptInner index: Int?, outerFailed: Bool
+  ) {
     let (cancelling, downstream) = state.withLock {
       state -> ([any Subscription], Downstream?) in
       guard !state.terminal else { return ([], nil) }
       if let index { state.inners[index] = nil }
+      if outerFailed { state.outer = nil }
       defer { state.downstream = nil }
       return (state.end(), state.downstream)
     }

@@ -89,6 +89,26 @@ struct MergeAndFlatMapTests {
     #expect(recorder.completion == .finished)
   }
 
+  @Test func flatMapKeepsGoingWhenReturnedDemandMakesTheDemandUnlimited() {
+    let recorder = RecordingSubscriber<Int, Never>(
+      initialDemand: .max(1), demandPerValue: .unlimited)
+    Just(0).flatMap { _ in (1...5).publisher }.subscribe(recorder)
+    #expect(recorder.values == [1, 2, 3, 4, 5])
+    #expect(recorder.completion == .finished)
+  }
+
+  @Test func flatMapFailsWithoutCancellingTheFailedUpstreamButCancelsItsInners() {
+    let outer = TestPublisher<Int, TestError>()
+    let inner = TestPublisher<Int, TestError>()
+    let recorder = RecordingSubscriber<Int, TestError>()
+    outer.flatMap { _ in inner }.subscribe(recorder)
+    outer.send(1)
+    outer.send(completion: .failure(TestError(code: 4)))
+    #expect(recorder.completion == .failure(TestError(code: 4)))
+    #expect(outer.subscriptions[0].cancelCount == 0, "the outer has already failed")
+    #expect(inner.subscriptions[0].cancelCount == 1)
+  }
+
   @Test func flatMapFailureAdaptingOverloads() {
     let never = PassthroughSubject<Int, Never>()
     let failing = RecordingSubscriber<Int, TestError>()
