@@ -122,6 +122,18 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   /// For `merge`: every upstream has been subscribed to (the merge may finish from now on).
   func allInnersSubscribed() { receiveOuter(completion: .finished) }
 
+  /// Runs a `merge` of fixed upstreams into `downstream`: hands it the subscription, lets
+  /// `subscribeAll` subscribe the core to each upstream, then lets the merge finish.
+  static func merge(
+    into downstream: Downstream, _ subscribeAll: (MergeCore) -> Void
+  ) {
+    let core = MergeCore(
+      name: "Merge", downstream: downstream, maxPublishers: .unlimited, hasOuter: true)
+    downstream.receive(subscription: core)
+    subscribeAll(core)
+    core.allInnersSubscribed()
+  }
+
   // MARK: Inners
 
   func receiveInner(subscription: any Subscription, index: Int) {

@@ -18,12 +18,9 @@ extension Publishers {
 
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      let core = MergeCore<Output, Failure, S>(
-        name: "Merge", downstream: subscriber, maxPublishers: .unlimited, hasOuter: true)
-      subscriber.receive(subscription: core)
-      core.subscribe(a)
-      core.subscribe(b)
-      core.allInnersSubscribed()
+      MergeCore<Output, Failure, S>.merge(into: subscriber) {
+        $0.subscribe(a); $0.subscribe(b)
+      }
     }
   }
 
@@ -49,13 +46,9 @@ extension Publishers {
 
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      let core = MergeCore<Output, Failure, S>(
-        name: "Merge", downstream: subscriber, maxPublishers: .unlimited, hasOuter: true)
-      subscriber.receive(subscription: core)
-      core.subscribe(a)
-      core.subscribe(b)
-      core.subscribe(c)
-      core.allInnersSubscribed()
+      MergeCore<Output, Failure, S>.merge(into: subscriber) {
+        $0.subscribe(a); $0.subscribe(b); $0.subscribe(c)
+      }
     }
   }
 
@@ -84,14 +77,9 @@ extension Publishers {
 
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      let core = MergeCore<Output, Failure, S>(
-        name: "Merge", downstream: subscriber, maxPublishers: .unlimited, hasOuter: true)
-      subscriber.receive(subscription: core)
-      core.subscribe(a)
-      core.subscribe(b)
-      core.subscribe(c)
-      core.subscribe(d)
-      core.allInnersSubscribed()
+      MergeCore<Output, Failure, S>.merge(into: subscriber) {
+        $0.subscribe(a); $0.subscribe(b); $0.subscribe(c); $0.subscribe(d)
+      }
     }
   }
 
@@ -124,15 +112,9 @@ extension Publishers {
 
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      let core = MergeCore<Output, Failure, S>(
-        name: "Merge", downstream: subscriber, maxPublishers: .unlimited, hasOuter: true)
-      subscriber.receive(subscription: core)
-      core.subscribe(a)
-      core.subscribe(b)
-      core.subscribe(c)
-      core.subscribe(d)
-      core.subscribe(e)
-      core.allInnersSubscribed()
+      MergeCore<Output, Failure, S>.merge(into: subscriber) {
+        $0.subscribe(a); $0.subscribe(b); $0.subscribe(c); $0.subscribe(d); $0.subscribe(e)
+      }
     }
   }
 
@@ -169,16 +151,10 @@ extension Publishers {
 
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      let core = MergeCore<Output, Failure, S>(
-        name: "Merge", downstream: subscriber, maxPublishers: .unlimited, hasOuter: true)
-      subscriber.receive(subscription: core)
-      core.subscribe(a)
-      core.subscribe(b)
-      core.subscribe(c)
-      core.subscribe(d)
-      core.subscribe(e)
-      core.subscribe(f)
-      core.allInnersSubscribed()
+      MergeCore<Output, Failure, S>.merge(into: subscriber) {
+        $0.subscribe(a); $0.subscribe(b); $0.subscribe(c); $0.subscribe(d); $0.subscribe(e);
+        $0.subscribe(f)
+      }
     }
   }
 
@@ -218,17 +194,10 @@ extension Publishers {
 
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      let core = MergeCore<Output, Failure, S>(
-        name: "Merge", downstream: subscriber, maxPublishers: .unlimited, hasOuter: true)
-      subscriber.receive(subscription: core)
-      core.subscribe(a)
-      core.subscribe(b)
-      core.subscribe(c)
-      core.subscribe(d)
-      core.subscribe(e)
-      core.subscribe(f)
-      core.subscribe(g)
-      core.allInnersSubscribed()
+      MergeCore<Output, Failure, S>.merge(into: subscriber) {
+        $0.subscribe(a); $0.subscribe(b); $0.subscribe(c); $0.subscribe(d); $0.subscribe(e);
+        $0.subscribe(f); $0.subscribe(g)
+      }
     }
   }
 
@@ -272,18 +241,10 @@ extension Publishers {
 
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      let core = MergeCore<Output, Failure, S>(
-        name: "Merge", downstream: subscriber, maxPublishers: .unlimited, hasOuter: true)
-      subscriber.receive(subscription: core)
-      core.subscribe(a)
-      core.subscribe(b)
-      core.subscribe(c)
-      core.subscribe(d)
-      core.subscribe(e)
-      core.subscribe(f)
-      core.subscribe(g)
-      core.subscribe(h)
-      core.allInnersSubscribed()
+      MergeCore<Output, Failure, S>.merge(into: subscriber) {
+        $0.subscribe(a); $0.subscribe(b); $0.subscribe(c); $0.subscribe(d); $0.subscribe(e);
+        $0.subscribe(f); $0.subscribe(g); $0.subscribe(h)
+      }
     }
   }
 

@@ -23,11 +23,9 @@ extension Publishers {
 
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
-      let core = MergeCore<Output, Failure, S>(
-        name: "Merge", downstream: subscriber, maxPublishers: .unlimited, hasOuter: true)
-      subscriber.receive(subscription: core)
-      for publisher in publishers { core.subscribe(publisher) }
-      core.allInnersSubscribed()
+      MergeCore<Output, Failure, S>.merge(into: subscriber) { core in
+        for publisher in publishers { core.subscribe(publisher) }
+      }
     }
 
     /// This merge with one more upstream.
