@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The machinery every subject shares: the list of subscriptions, the completion replayed to
 /// late subscribers, the upstream subscriptions it was given and, for subjects that have one,
 /// the current value.
@@ -37,6 +39,13 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// (ObservableObjectPublisher, as in Combine).
   @usableFromInline let demandIsOnOff: Bool
   @usableFromInline let state: Lock<State>
+  /// A subscriber has made a request (PassthroughSubject: kept upstreams are then asked for
+  /// `.unlimited`). With ``keptUpstreams`` it lets the first request skip the lock when there
+  /// is no upstream to open: each side writes its flag, then reads the other's, sequentially
+  /// consistent, so at least one of them sees both and opens the upstreams.
+  let downstreamHadDemand = Atomic<Bool>(false)
+  /// How many upstream subscriptions were kept (see ``downstreamHadDemand``).
+  let keptUpstreams = Atomic<Int>(0)
 
   /// `requestsUpstreamsOnDemand`: upstreams are asked for `.unlimited` only once a subscriber
   /// has demand (PassthroughSubject), not as soon as they arrive. `demandIsOnOff`: see
@@ -110,19 +119,27 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     for conduit in conduits { conduit.finish(completion) }
   }
 
-  @inlinable
+  @usableFromInline
   func send(subscription: any Subscription) {
     let open = state.withLock { state in
       state.upstreams.append(subscription)
-      return state.upstreamsOpen
+      keptUpstreams.add(1, ordering: .sequentiallyConsistent)
+      if !state.upstreamsOpen, downstreamHadDemand.load(ordering: .sequentiallyConsistent) {
+        state.upstreamsOpen = true
+        return (true, state.upstreams)
+      }
+      return (state.upstreamsOpen, [subscription])
     }
-    if open { subscription.request(.unlimited) }
+    if open.0 { for upstream in open.1 { upstream.request(.unlimited) } }
   }
 
   /// A subscriber made its first request: kept upstreams waiting for demand are asked for
-  /// `.unlimited` now (once).
-  @inlinable
+  /// `.unlimited` now (once). Without kept upstreams it costs two atomic operations, no lock.
+  @usableFromInline
   func downstreamRequested() {
+    if downstreamHadDemand.load(ordering: .relaxed) { return }
+    downstreamHadDemand.store(true, ordering: .sequentiallyConsistent)
+    guard keptUpstreams.load(ordering: .sequentiallyConsistent) > 0 else { return }
     let waiting = state.withLock { state -> [any Subscription] in
       if state.upstreamsOpen { return [] }
       state.upstreamsOpen = true

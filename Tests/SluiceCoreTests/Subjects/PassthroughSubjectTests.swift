@@ -126,6 +126,19 @@ struct PassthroughSubjectTests {
     #expect(second.cancelCount == 1)
   }
 
+  @Test func anUpstreamArrivingWhileTheFirstRequestIsMadeIsAskedExactlyOnce() {
+    for _ in 0..<500 {
+      let upstream = TestSubscription()
+      let subject = PassthroughSubject<Int, Never>()
+      let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
+      subject.subscribe(recorder)
+      let shared = Shared(subject)
+      simultaneously({ shared.value.send(subscription: upstream) }, { recorder.request(.max(1)) })
+      #expect(upstream.requests == [.unlimited])
+      recorder.cancel()
+    }
+  }
+
   @Test func currentValueSubjectAsksItsUpstreamAtOnce() {
     let upstream = TestSubscription()
     let subject = CurrentValueSubject<Int, Never>(0)
