@@ -17,7 +17,8 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
   case tryPrefixWhile(Int), tryDropWhile(Int), tryFirstWhere(Int), tryLastWhere(Int)
   case tryMin(Int), tryMax(Int), tryContains(Int), tryAllSatisfy(Int), tryReduce(Int)
   case catchJust, tryCatchJust, replaceError, retry(Int)
-  case receiveOnImmediate, subscribeOnImmediate, debounceImmediate, switchToLatestJust
+  case receiveOnImmediate, subscribeOnImmediate, debounceImmediate, delayImmediate
+  case switchToLatestJust
   case flatMapJust(Int), flatMapSequence(Int)
 
   public var description: String {
@@ -70,6 +71,7 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
     case .receiveOnImmediate: "receive(on: ImmediateScheduler)"
     case .subscribeOnImmediate: "subscribe(on: ImmediateScheduler)"
     case .debounceImmediate: "debounce(for: 0, scheduler: ImmediateScheduler)"
+    case .delayImmediate: "delay(for: 0, scheduler: ImmediateScheduler)"
     case .switchToLatestJust: "map { Just($0) }.switchToLatest()"
     case .flatMapJust(let k):
       "flatMap(maxPublishers: \(k == 0 ? "unlimited" : "max(\(k))")) { Just }"
@@ -91,7 +93,7 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
       .tryCompactMap(k), .tryRemoveDuplicates(k), .tryPrefixWhile(k), .tryDropWhile(k),
       .tryFirstWhere(k), .tryLastWhere(k), .tryMin(k), .tryMax(k), .tryContains(k),
       .tryAllSatisfy(k), .tryReduce(k), .catchJust, .tryCatchJust, .replaceError,
-      .retry(small), .receiveOnImmediate, .debounceImmediate,
+      .retry(small), .receiveOnImmediate, .debounceImmediate, .delayImmediate,
       .switchToLatestJust, .flatMapJust(small), .flatMapSequence(small),
     ]
     return all[random.next(upTo: all.count)]

@@ -326,6 +326,8 @@ func apply(_ op: Operator, to upstream: AnyPublisher<Int, TestError>)
   case .debounceImmediate:
     return upstream.debounce(for: .zero, scheduler: ImmediateScheduler.shared)
       .eraseToAnyPublisher()
+  case .delayImmediate:
+    return upstream.delay(for: .zero, scheduler: ImmediateScheduler.shared).eraseToAnyPublisher()
   case .switchToLatestJust:
     return upstream.map { Just($0).setFailureType(to: TestError.self) }.switchToLatest()
       .eraseToAnyPublisher()

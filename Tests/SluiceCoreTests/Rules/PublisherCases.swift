@@ -194,6 +194,10 @@ extension PublisherCase {
     op("receive(on: concurrent queue)", numbers) {
       $0.receive(on: DispatchQueue.global()).eraseToAnyPublisher()
     }.later,
+    op("delay(on: serial queue)", numbers) {
+      $0.delay(for: .microseconds(50), scheduler: DispatchQueue(label: "rules.delay"))
+        .eraseToAnyPublisher()
+    }.later,
     op("subscribe(on:)", numbers) {
       $0.subscribe(on: ImmediateScheduler.shared).eraseToAnyPublisher()
     },

@@ -1,0 +1,157 @@
+/// The subscription of `receive(on:)` and `delay(for:)`: every value and the completion hop to
+/// a scheduler action (`hop`: at once for receive(on:), after the interval for delay).
+///
+/// States: `awaitingSubscription` → `subscribed(upstream)` → `completing` (the completion waits
+/// for the scheduler) → `terminal`.
+/// | event | awaiting | subscribed | completing | terminal |
+/// |---|---|---|---|---|
+/// | subscription `s` | subscribed; hand self downstream | cancel `s` | cancel `s` | cancel `s` |
+/// | value | drop | queue it, schedule an action; return `.none` | drop | drop |
+/// | completion | drop | queue it, schedule an action: completing | drop | drop |
+/// | action runs | — | deliver the oldest queued value (while the subscription is being handed down: reschedule once it is); request what it returns | same; the completion: terminal | nothing |
+/// | `request(n)` | ignore | request `n` upstream | ignore | ignore |
+/// | `cancel()` | terminal | terminal; cancel upstream, drop the queue | terminal, drop the queue | nothing |
+final class SchedulerHopSubscription<Upstream: Publisher, Downstream: Subscriber>:
+  Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
+  CustomPlaygroundDisplayConvertible, @unchecked Sendable
+where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failure {
+  // Safety: all mutable state is in `state`'s lock; the downstream, the upstream and the
+  // scheduler are called after unlocking, and the hand-off queue lets one thread deliver at a time.
+  typealias Input = Upstream.Output
+  typealias Failure = Upstream.Failure
+
+  enum Signal {
+    case value(Input)
+    case completion(Subscribers.Completion<Failure>)
+  }
+
+  enum Phase {
+    case awaitingSubscription
+    case subscribed(any Subscription)
+    case completing
+    case terminal
+  }
+
+  struct State {
+    var phase = Phase.awaitingSubscription
+    /// Until terminal.
+    var downstream: Downstream?
+    var queue = HandOffQueue<Signal>()
+
+    /// The upstream while subscribed.
+    var upstream: (any Subscription)? {
+      if case .subscribed(let upstream) = phase { return upstream }
+      return nil
+    }
+
+    /// The next signal to deliver and whom to deliver it to (`first`: a scheduled action ran;
+    /// otherwise the performer finished one).
+    mutating func next(first: Bool) -> (Signal, Downstream)? {
+      guard let signal = first ? queue.actionRan() : queue.performed() else { return nil }
+      guard let downstream else {
+        queue.clear()
+        _ = queue.performed()
+        return nil
+      }
+      if case .completion = signal {
+        phase = .terminal
+        self.downstream = nil
+      }
+      return (signal, downstream)
+    }
+  }
+
+  let name: String
+  /// Schedules the action for a new signal, the way the operator hops.
+  let hop: (@escaping () -> Void) -> Void
+  /// Schedules an action as soon as possible on the same scheduler (for actions that came due
+  /// while the subscription was being handed down).
+  let resume: (@escaping () -> Void) -> Void
+  let state: Lock<State>
+
+  init(
+    name: String, downstream: Downstream, hop: @escaping (@escaping () -> Void) -> Void,
+    resume: @escaping (@escaping () -> Void) -> Void
+  ) {
+    self.name = name
+    self.hop = hop
+    self.resume = resume
+    state = Lock(State(downstream: downstream))
+  }
+
+  func receive(subscription: any Subscription) {
+    let downstream = state.withLock { state -> Downstream? in
+      guard case .awaitingSubscription = state.phase else { return nil }
+      state.phase = .subscribed(subscription)
+      // Values the downstream's first request brings wait until it has its subscription.
+      state.queue.hold()
+      return state.downstream
+    }
+    guard let downstream else {
+      subscription.cancel()
+      return
+    }
+    downstream.receive(subscription: self)
+    let waiting = state.withLock { $0.queue.release() }
+    for _ in 0..<waiting { resume { self.deliver() } }
+  }
+
+  func receive(_ input: Input) -> Subscribers.Demand {
+    let queued = state.withLock { state -> Bool in
+      guard case .subscribed = state.phase else { return false }
+      state.queue.submit(.value(input))
+      return true
+    }
+    if queued { hop { self.deliver() } }
+    return .none
+  }
+
+  func receive(completion: Subscribers.Completion<Failure>) {
+    let queued = state.withLock { state -> Bool in
+      guard case .subscribed = state.phase else { return false }
+      state.phase = .completing
+      state.queue.submit(.completion(completion))
+      return true
+    }
+    if queued { hop { self.deliver() } }
+  }
+
+  /// A scheduled action: delivers the signal it stands for (or, if another thread is delivering,
+  /// leaves it to that thread), then any signals owed meanwhile.
+  func deliver() {
+    var next = state.withLock { $0.next(first: true) }
+    while let (signal, downstream) = next {
+      switch signal {
+      case .value(let value):
+        let more = downstream.receive(value)
+        if more > 0 { state.withLock { $0.upstream }?.request(more) }
+      case .completion(let completion):
+        downstream.receive(completion: completion)
+      }
+      next = state.withLock { $0.next(first: false) }
+    }
+  }
+
+  func request(_ demand: Subscribers.Demand) {
+    demand.assertNonZero(for: description)
+    state.withLock { $0.upstream }?.request(demand)
+  }
+
+  func cancel() {
+    let (upstream, released) = state.withLock { state in
+      let upstream = state.upstream
+      defer {
+        state.phase = .terminal
+        state.downstream = nil
+        state.queue.clear()
+      }
+      return (upstream, (state.downstream, state.queue))
+    }
+    upstream?.cancel()
+    withExtendedLifetime(released) {}
+  }
+
+  var description: String { name }
+  var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  var playgroundDescription: Any { description }
+}
