@@ -20,6 +20,7 @@ extension Publishers {
     /// Scheduler options that customize this publisher's delivery of elements.
     public let options: Context.SchedulerOptions?
 
+    /// Creates a publisher that publishes a value once `dueTime` passed without a newer one.
     public init(
       upstream: Upstream, dueTime: Context.SchedulerTimeType.Stride, scheduler: Context,
       options: Context.SchedulerOptions?

@@ -22,6 +22,7 @@ extension Publishers {
     /// Options relevant to the scheduler's behavior.
     public let options: Context.SchedulerOptions?
 
+    /// Creates a publisher that delivers `upstream`'s signals `interval` later.
     public init(
       upstream: Upstream, interval: Context.SchedulerTimeType.Stride,
       tolerance: Context.SchedulerTimeType.Stride, scheduler: Context,

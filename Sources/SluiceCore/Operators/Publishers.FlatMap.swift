@@ -22,6 +22,7 @@ extension Publishers {
     /// A closure that takes an element as a parameter and returns a publisher.
     public let transform: (Upstream.Output) -> NewPublisher
 
+    /// Creates a publisher that merges the publishers `transform` makes of `upstream`'s values.
     public init(
       upstream: Upstream, maxPublishers: Subscribers.Demand,
       transform: @escaping (Upstream.Output) -> NewPublisher

@@ -8,9 +8,12 @@ extension Publishers {
     public typealias Output = A.Output
     public typealias Failure = A.Failure
 
+    /// The first upstream publisher.
     public let a: A
+    /// The second upstream publisher.
     public let b: B
 
+    /// Creates a publisher that merges these upstreams.
     public init(_ a: A, _ b: B) {
       self.a = a
       self.b = b
@@ -34,10 +37,14 @@ extension Publishers {
     public typealias Output = A.Output
     public typealias Failure = A.Failure
 
+    /// The first upstream publisher.
     public let a: A
+    /// The second upstream publisher.
     public let b: B
+    /// The third upstream publisher.
     public let c: C
 
+    /// Creates a publisher that merges these upstreams.
     public init(_ a: A, _ b: B, _ c: C) {
       self.a = a
       self.b = b
@@ -63,11 +70,16 @@ extension Publishers {
     public typealias Output = A.Output
     public typealias Failure = A.Failure
 
+    /// The first upstream publisher.
     public let a: A
+    /// The second upstream publisher.
     public let b: B
+    /// The third upstream publisher.
     public let c: C
+    /// The fourth upstream publisher.
     public let d: D
 
+    /// Creates a publisher that merges these upstreams.
     public init(_ a: A, _ b: B, _ c: C, _ d: D) {
       self.a = a
       self.b = b
@@ -96,12 +108,18 @@ extension Publishers {
     public typealias Output = A.Output
     public typealias Failure = A.Failure
 
+    /// The first upstream publisher.
     public let a: A
+    /// The second upstream publisher.
     public let b: B
+    /// The third upstream publisher.
     public let c: C
+    /// The fourth upstream publisher.
     public let d: D
+    /// The fifth upstream publisher.
     public let e: E
 
+    /// Creates a publisher that merges these upstreams.
     public init(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E) {
       self.a = a
       self.b = b
@@ -133,13 +151,20 @@ extension Publishers {
     public typealias Output = A.Output
     public typealias Failure = A.Failure
 
+    /// The first upstream publisher.
     public let a: A
+    /// The second upstream publisher.
     public let b: B
+    /// The third upstream publisher.
     public let c: C
+    /// The fourth upstream publisher.
     public let d: D
+    /// The fifth upstream publisher.
     public let e: E
+    /// The sixth upstream publisher.
     public let f: F
 
+    /// Creates a publisher that merges these upstreams.
     public init(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F) {
       self.a = a
       self.b = b
@@ -174,14 +199,22 @@ extension Publishers {
     public typealias Output = A.Output
     public typealias Failure = A.Failure
 
+    /// The first upstream publisher.
     public let a: A
+    /// The second upstream publisher.
     public let b: B
+    /// The third upstream publisher.
     public let c: C
+    /// The fourth upstream publisher.
     public let d: D
+    /// The fifth upstream publisher.
     public let e: E
+    /// The sixth upstream publisher.
     public let f: F
+    /// The seventh upstream publisher.
     public let g: G
 
+    /// Creates a publisher that merges these upstreams.
     public init(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G) {
       self.a = a
       self.b = b
@@ -219,15 +252,24 @@ extension Publishers {
     public typealias Output = A.Output
     public typealias Failure = A.Failure
 
+    /// The first upstream publisher.
     public let a: A
+    /// The second upstream publisher.
     public let b: B
+    /// The third upstream publisher.
     public let c: C
+    /// The fourth upstream publisher.
     public let d: D
+    /// The fifth upstream publisher.
     public let e: E
+    /// The sixth upstream publisher.
     public let f: F
+    /// The seventh upstream publisher.
     public let g: G
+    /// The eighth upstream publisher.
     public let h: H
 
+    /// Creates a publisher that merges these upstreams.
     public init(_ a: A, _ b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H) {
       self.a = a
       self.b = b

@@ -15,8 +15,10 @@ extension Publishers {
     /// The publishers this publisher merges.
     public let publishers: [Upstream]
 
+    /// Creates a publisher that merges these upstreams.
     public init(_ upstream: Upstream...) { publishers = upstream }
 
+    /// Creates a publisher that merges the upstreams of a sequence.
     public init<S: Swift.Sequence>(_ upstream: S) where S.Element == Upstream {
       publishers = Array(upstream)
     }

@@ -22,6 +22,7 @@ extension Publishers {
     /// Scheduler options that customize the delivery of elements.
     public let options: Context.SchedulerOptions?
 
+    /// Creates a publisher that delivers `upstream`'s signals on `scheduler`.
     public init(upstream: Upstream, scheduler: Context, options: Context.SchedulerOptions?) {
       self.upstream = upstream
       self.scheduler = scheduler

@@ -20,6 +20,7 @@ extension Publishers {
     /// Scheduler options that customize those actions.
     public let options: Context.SchedulerOptions?
 
+    /// Creates a publisher that subscribes to `upstream`, and calls it, on `scheduler`.
     public init(upstream: Upstream, scheduler: Context, options: Context.SchedulerOptions?) {
       self.upstream = upstream
       self.scheduler = scheduler

@@ -18,6 +18,7 @@ extension Publishers {
     /// The publisher from which this publisher receives elements.
     public let upstream: Upstream
 
+    /// Creates a publisher that republishes the latest publisher `upstream` produced.
     public init(upstream: Upstream) { self.upstream = upstream }
 
     public func receive<S: Subscriber>(subscriber: S)
