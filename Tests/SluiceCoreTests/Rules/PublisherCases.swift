@@ -7,8 +7,9 @@ struct PublisherCase: Sendable, CustomStringConvertible {
   let description: String
   let expected: [Int]
   let make: @Sendable () -> AnyPublisher<Int, Never>
-  /// Values arrive on another thread after `request` returns (`receive(on:)`).
-  var deliversLater = false
+  /// Values arrive on another thread after `request` returns (`receive(on:)`): waits until
+  /// every action the publisher has scheduled so far has run.
+  var flush: (@Sendable () async -> Void)?
 
   /// Every finite, cold publisher of this module, for the shared rule suite.
   static let all: [PublisherCase] = sources + operators
@@ -189,15 +190,23 @@ extension PublisherCase {
         .assertNoFailure().eraseToAnyPublisher()
     },
     op("receive(on: serial queue)", numbers) {
-      $0.receive(on: DispatchQueue(label: "rules.receive-on")).eraseToAnyPublisher()
-    }.later,
+      $0.receive(on: serialQueue).eraseToAnyPublisher()
+    }.flushed { await withCheckedContinuation { done in serialQueue.async { done.resume() } } },
     op("receive(on: concurrent queue)", numbers) {
-      $0.receive(on: DispatchQueue.global()).eraseToAnyPublisher()
-    }.later,
+      $0.receive(on: concurrentQueue).eraseToAnyPublisher()
+    }.flushed {
+      await withCheckedContinuation { done in
+        concurrentQueue.async(flags: .barrier) { done.resume() }
+      }
+    },
     op("delay(on: serial queue)", numbers) {
-      $0.delay(for: .microseconds(50), scheduler: DispatchQueue(label: "rules.delay"))
-        .eraseToAnyPublisher()
-    }.later,
+      $0.delay(for: .microseconds(50), scheduler: delayQueue).eraseToAnyPublisher()
+    }.flushed {
+      // Every delayed action is due no later than this one, on the same serial queue.
+      await withCheckedContinuation { done in
+        delayQueue.asyncAfter(deadline: .now() + .microseconds(50)) { done.resume() }
+      }
+    },
     op("subscribe(on:)", numbers) {
       $0.subscribe(on: ImmediateScheduler.shared).eraseToAnyPublisher()
     },
@@ -214,11 +223,17 @@ extension PublisherCase {
   ]
 }
 
+/// The queues the scheduling cases deliver on, shared so that a test can wait for them.
+private let serialQueue = DispatchQueue(label: "rules.receive-on")
+private let concurrentQueue = DispatchQueue(
+  label: "rules.receive-on.concurrent", attributes: .concurrent)
+private let delayQueue = DispatchQueue(label: "rules.delay")
+
 extension PublisherCase {
-  /// This case, marked as delivering on another thread after `request` returns.
-  var later: PublisherCase {
+  /// This case, delivering on another thread after `request` returns; `flush` waits for it.
+  func flushed(_ flush: @escaping @Sendable () async -> Void) -> PublisherCase {
     var copy = self
-    copy.deliversLater = true
+    copy.flush = flush
     return copy
   }
 }
