@@ -1,5 +1,5 @@
 /// The state of a subscription that moves its downstream from one upstream to the next
-/// (`retry`, `catch`): the current upstream, the demand the downstream still holds, and the
+/// (`retry`, `catch`, `Concatenate`): the current upstream, the demand the downstream still holds, and the
 /// trampoline that keeps resubscription iterative.
 ///
 /// States: `idle` (between upstreams) ⇄ `attached(upstream)` → `terminal`.
@@ -94,9 +94,9 @@ struct RelayState {
     return nil
   }
 
-  /// Whether an upstream already failed and was left while the relay goes on: a completion from
-  /// that upstream now is a contract violation (catch).
-  @inlinable var leftFailedUpstream: Bool {
+  /// Whether an upstream already completed and was left while the relay goes on: a completion
+  /// from that upstream now is a contract violation (catch, Concatenate).
+  @inlinable var leftUpstream: Bool {
     if case .terminal = phase { return false }
     return movedOn
   }

@@ -75,10 +75,10 @@ enum Violation {
   }
 
   @usableFromInline
-  static func completionAfterFailure(operator name: String) -> Never {
+  static func completionAfterCompletion(operator name: String, failed: Bool) -> Never {
     fatalError(
-      "API Violation: \(name) received a completion from an upstream that had already failed: "
-        + "a publisher completes exactly once")
+      "API Violation: \(name) received a completion from an upstream that had already "
+        + "\(failed ? "failed" : "finished"): a publisher completes exactly once")
   }
 
   @usableFromInline

@@ -12,7 +12,10 @@ struct PublisherCase: Sendable, CustomStringConvertible {
   var flush: (@Sendable () async -> Void)?
 
   /// Every finite, cold publisher of this module, for the shared rule suite.
-  static let all: [PublisherCase] = sources + operators
+  /// `RULE_ONLY=<description>` in the environment runs only that case.
+  static let all: [PublisherCase] = (sources + operators).filter { each in
+    ProcessInfo.processInfo.environment["RULE_ONLY"].map { each.description == $0 } ?? true
+  }
 
   /// Sources and subjects.
   static let sources: [PublisherCase] = [
@@ -219,6 +222,20 @@ extension PublisherCase {
     op("MergeMany", numbers) {
       Publishers.MergeMany(Empty().eraseToAnyPublisher(), $0.eraseToAnyPublisher())
         .eraseToAnyPublisher()
+    },
+    op("append", numbers) { $0.prefix(5).append($0.dropFirst(5)).eraseToAnyPublisher() },
+    op("prepend", numbers) {
+      Empty().prepend($0.prefix(5)).prepend(Empty()).append($0.dropFirst(5)).eraseToAnyPublisher()
+    },
+    op("zip", numbers) { $0.zip((100...).publisher) { a, _ in a }.eraseToAnyPublisher() },
+    op("zip(3)", numbers) {
+      // An endless upstream goes last: zip asks its upstreams in order.
+      $0.zip(Just(0).append(repeatElement(0, count: 30)), (1...).publisher) { a, _, _ in a }
+        .eraseToAnyPublisher()
+    },
+    op("combineLatest", numbers) { Just(0).combineLatest($0) { _, b in b }.eraseToAnyPublisher() },
+    op("combineLatest(4)", numbers) {
+      Just(0).combineLatest(Just(0), Just(0), $0) { _, _, _, d in d }.eraseToAnyPublisher()
     },
   ]
 }

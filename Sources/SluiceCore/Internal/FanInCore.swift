@@ -1,0 +1,318 @@
+/// The engine of `zip` and `combineLatest`: a fixed set of upstreams ("sides") of different
+/// outputs, combined into tuples for one downstream.
+///
+/// **Demand**, as Combine's: the downstream's requests are passed to every side (a side that
+/// subscribes late is asked for everything requested so far); demand the downstream returns from
+/// `receive(_:)` is asked of every side too — of the side whose value completed the combination
+/// as the result of its `receive(_:)`, as is a request made while that value is delivered.
+/// `zip` keeps every value until it is paired (so it never holds more than the sides were asked
+/// for); `combineLatest` keeps the newest value of each side and combines when any side sends,
+/// dropping a combination that finds no demand (as Combine does).
+/// **Ordering**: one thread delivers at a time; `zip` pairs values in the order each side sent
+/// them. A completion that arrives while another thread delivers waits for that delivery.
+/// **Completion**: `zip` finishes once a side has finished and everything it sent has been
+/// paired (the other sides are cancelled); `combineLatest` once every side has finished; the
+/// first failure cancels the other sides and fails at once.
+///
+/// States: `holding` (until the downstream has its subscription) → `live` → `terminal`; while
+/// live, one thread at a time may be `delivering`.
+/// | event | live, idle | live, delivering | terminal |
+/// |---|---|---|---|
+/// | side subscribes | keep it; ask it for what was requested so far | same | cancel it |
+/// | side value | store it; a combination and demand: become the deliverer, drain | store it (combineLatest: the deliverer sends the newest combination next) | drop |
+/// | drain | while demand and a combination: take it, demand −1, deliver, ask every side for the returned demand | — | send a waiting failure, stop |
+/// | side finished | forget it; done (see Completion): terminal, cancel the rest, finish | same (the deliverer checks when it stops) | drop |
+/// | side failed | terminal, cancel the rest, fail | terminal, cancel the rest; the deliverer fails | drop |
+/// | `request(n)` | demand +n; ask every side for n; zip: drain | demand +n; ask the other sides (the delivering side gets it as its result) | ignore |
+/// | `cancel()` | terminal; cancel every side; release the downstream | same | nothing |
+final class FanInCore<Slots: FanInSlots, Failure: Error, Downstream: Subscriber>: Subscription,
+  CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
+  @unchecked Sendable
+where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
+  // Safety: all mutable state is in `state`'s lock; sides and the downstream are called after
+  // unlocking, the downstream only by the one thread the state lets deliver.
+
+  enum Kind {
+    /// Pairs the sides' values in order.
+    case zip
+    /// Combines the newest value of each side.
+    case combineLatest
+  }
+
+  struct State {
+    let kind: Kind
+    var downstream: Downstream?
+    var slots = Slots()
+    var sides: [(any Subscription)?] = Array(repeating: nil, count: Slots.arity)
+    var finished = Array(repeating: false, count: Slots.arity)
+    var demand = Subscribers.Demand.none
+    /// Everything the downstream asked for so far (what a late side is asked for).
+    var requested = Subscribers.Demand.none
+    var terminal = false
+    /// A failure that arrived while another thread delivered; that thread sends it.
+    var failure: Subscribers.Completion<Failure>?
+    /// Until the downstream makes its first request or returns from `receive(subscription:)`:
+    /// completions wait (they must not reach it before its subscription).
+    var holding = true
+    /// Held while `holding`, then while a thread delivers.
+    var delivering = true
+    /// The side whose `receive(_:)` is delivering (its demand is returned, not requested).
+    var deliveringSide: Int?
+    /// Demand for the delivering side, returned from its `receive(_:)`.
+    var owed = Subscribers.Demand.none
+    /// combineLatest: a side sent while a value was delivered (the newest combination is next).
+    var fresh = false
+
+    var canDeliver: Bool { demand > 0 && slots.isComplete && (kind == .zip || fresh) }
+
+    /// Whether nothing more can be combined: zip once a finished side has nothing left to
+    /// pair, combineLatest once every side has finished.
+    var isDone: Bool {
+      switch kind {
+      case .zip: finished.indices.contains { finished[$0] && !slots.hasValue(at: $0) }
+      case .combineLatest: !finished.contains(false)
+      }
+    }
+
+    /// Ends the operator: the sides to cancel (all but `except`), the downstream to signal.
+    mutating func end(except: Int? = nil) -> ([any Subscription], Downstream?) {
+      terminal = true
+      let cancelling = sides.indices.compactMap { $0 == except ? nil : sides[$0] }
+      sides = Array(repeating: nil, count: sides.count)
+      slots.removeAll()
+      defer { downstream = nil }
+      return (cancelling, downstream)
+    }
+
+    /// The sides to ask for demand now: every side but the delivering one, whose share is owed.
+    mutating func ask(_ demand: Subscribers.Demand) -> [any Subscription] {
+      requested += demand
+      guard delivering, let side = deliveringSide else { return sides.compactMap { $0 } }
+      owed += demand
+      return sides.indices.compactMap { $0 == side ? nil : sides[$0] }
+    }
+  }
+
+  enum Step {
+    case deliver(Slots.Output, Downstream)
+    case complete(Subscribers.Completion<Failure>, Downstream, cancelling: [any Subscription])
+    case stop(owed: Subscribers.Demand)
+  }
+
+  let name: String
+  let state: Lock<State>
+
+  init(_ kind: Kind, downstream: Downstream) {
+    name = kind == .zip ? "Zip" : "CombineLatest"
+    state = Lock(State(kind: kind, downstream: downstream))
+  }
+
+  /// Runs a `zip` or `combineLatest` into `downstream`: `subscribeAll` subscribes the core to
+  /// each upstream (Combine's order), then the downstream receives the subscription; signals
+  /// that arrived meanwhile are delivered after that.
+  static func combine(
+    _ kind: Kind, into downstream: Downstream, _ subscribeAll: (FanInCore) -> Void
+  ) {
+    let core = FanInCore(kind, downstream: downstream)
+    subscribeAll(core)
+    downstream.receive(subscription: core)
+    let drains = core.state.withLock { state in
+      defer { state.holding = false }
+      return state.holding
+    }
+    // Still holding (no request yet): this thread delivers what waited.
+    if drains { _ = core.drain(side: nil) }
+  }
+
+  /// Subscribes the core to `upstream` as side `index`; `put` stores one of its values.
+  func subscribe<P: Publisher>(
+    _ upstream: P, index: Int, put: @escaping (inout Slots, P.Output) -> Void
+  ) where P.Failure == Failure {
+    upstream.receive(subscriber: FanInSide(core: self, index: index, put: put))
+  }
+
+  // MARK: Sides
+
+  func receive(subscription: any Subscription, side: Int) {
+    let asked = state.withLock { state -> Subscribers.Demand? in
+      guard !state.terminal, state.sides[side] == nil, !state.finished[side] else { return nil }
+      state.sides[side] = subscription
+      return state.requested
+    }
+    guard let asked else { return subscription.cancel() }
+    if asked > 0 { subscription.request(asked) }
+  }
+
+  func receive<Input>(_ value: Input, side: Int, put: (inout Slots, Input) -> Void)
+    -> Subscribers.Demand
+  {
+    let drains = state.withLock { state -> Bool in
+      guard !state.terminal, !state.finished[side] else { return false }
+      put(&state.slots, value)
+      guard !state.delivering else {
+        state.fresh = true
+        return false
+      }
+      state.fresh = true
+      guard state.canDeliver else {
+        state.fresh = false
+        return false
+      }
+      state.delivering = true
+      state.deliveringSide = side
+      return true
+    }
+    return drains ? drain(side: side) : .none
+  }
+
+  func receive(completion: Subscribers.Completion<Failure>, side: Int) {
+    let (cancelling, downstream) = state.withLock {
+      state -> ([any Subscription], Downstream?) in
+      guard !state.terminal, !state.finished[side] else { return ([], nil) }
+      switch completion {
+      case .finished:
+        state.finished[side] = true
+        state.sides[side] = nil
+        guard !state.delivering, state.isDone else { return ([], nil) }
+        return state.end()
+      case .failure:
+        let (cancelling, downstream) = state.end(except: side)
+        guard !state.delivering else {
+          // The delivering thread sends it after its value.
+          state.failure = completion
+          state.downstream = downstream
+          return (cancelling, nil)
+        }
+        return (cancelling, downstream)
+      }
+    }
+    for subscription in cancelling { subscription.cancel() }
+    downstream?.receive(completion: completion)
+  }
+
+  // MARK: Downstream calls
+
+  func request(_ demand: Subscribers.Demand) {
+    demand.assertNonZero(for: name)
+    let (asking, drains) = state.withLock { state -> ([any Subscription], Bool) in
+      if state.holding {
+        // The first request: the downstream has its subscription, so the hold ends here (a
+        // synchronous upstream may now deliver from inside this request).
+        state.holding = false
+        state.delivering = false
+        if state.terminal || state.isDone {
+          // What waited during the hold is sent by a drain.
+          state.delivering = true
+          return ([], true)
+        }
+      }
+      guard !state.terminal else { return ([], false) }
+      state.demand += demand
+      let asking = state.ask(demand)
+      guard !state.delivering, state.kind == .zip, state.canDeliver else { return (asking, false) }
+      state.delivering = true
+      state.deliveringSide = nil
+      return (asking, true)
+    }
+    for side in asking { side.request(demand) }
+    if drains { _ = drain(side: nil) }
+  }
+
+  func cancel() {
+    let (cancelling, released) = state.withLock { state -> ([any Subscription], Downstream?) in
+      guard !state.terminal else { return ([], nil) }
+      state.failure = nil
+      return state.end()
+    }
+    for side in cancelling { side.cancel() }
+    withExtendedLifetime(released) {}
+  }
+
+  // MARK: Delivery
+
+  /// Delivers combinations while there is demand; only the thread that set `delivering`.
+  /// Returns the demand owed to `side` (the side whose value started this drain).
+  private func drain(side: Int?) -> Subscribers.Demand {
+    while true {
+      let step = state.withLock { state -> Step in
+        if state.terminal {
+          state.delivering = false
+          guard let failure = state.failure, let downstream = state.downstream else {
+            return .stop(owed: .none)
+          }
+          state.failure = nil
+          state.downstream = nil
+          return .complete(failure, downstream, cancelling: [])
+        }
+        if state.canDeliver, let downstream = state.downstream {
+          state.fresh = false
+          if state.demand != .unlimited { state.demand -= 1 }
+          return .deliver(state.slots.take(), downstream)
+        }
+        state.delivering = false
+        state.deliveringSide = nil
+        state.fresh = false
+        defer { state.owed = .none }
+        if state.isDone {
+          let (cancelling, downstream) = state.end()
+          if let downstream { return .complete(.finished, downstream, cancelling: cancelling) }
+        }
+        return .stop(owed: state.owed)
+      }
+      switch step {
+      case .deliver(let value, let downstream):
+        let more = downstream.receive(value)
+        guard more > 0 else { continue }
+        let asking = state.withLock { state -> [any Subscription] in
+          guard !state.terminal else { return [] }
+          state.demand += more
+          return state.ask(more)
+        }
+        for other in asking { other.request(more) }
+      case .complete(let completion, let downstream, let cancelling):
+        for other in cancelling { other.cancel() }
+        downstream.receive(completion: completion)
+        return .none
+      case .stop(let owed):
+        return owed
+      }
+    }
+  }
+
+  var description: String { name }
+  var customMirror: Mirror {
+    let (downstream, sides, demand, buffers) = state.withLock {
+      ($0.downstream, $0.sides, $0.demand, $0.slots.contents)
+    }
+    return Mirror(
+      self,
+      children: [
+        ("downstream", downstream as Any), ("upstreamSubscriptions", sides),
+        ("demand", demand), ("buffers", buffers),
+      ])
+  }
+  var playgroundDescription: Any { description }
+}
+
+/// Subscribes a ``FanInCore`` to one of its upstreams.
+struct FanInSide<Input, Slots: FanInSlots, Failure: Error, Downstream: Subscriber>: Subscriber,
+  CustomStringConvertible, CustomPlaygroundDisplayConvertible
+where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
+  let core: FanInCore<Slots, Failure, Downstream>
+  let index: Int
+  let put: (inout Slots, Input) -> Void
+  let combineIdentifier = CombineIdentifier()
+
+  func receive(subscription: any Subscription) {
+    core.receive(subscription: subscription, side: index)
+  }
+  func receive(_ input: Input) -> Subscribers.Demand {
+    core.receive(input, side: index, put: put)
+  }
+  func receive(completion: Subscribers.Completion<Failure>) {
+    core.receive(completion: completion, side: index)
+  }
+
+  var description: String { core.name }
+  var playgroundDescription: Any { description }
+}

@@ -1,0 +1,130 @@
+/// What one upstream of `zip` or `combineLatest` has sent and the operator has not combined yet.
+///
+/// `zip` keeps every value in order (``QueueSlot``: a combination takes the oldest of each);
+/// `combineLatest` keeps only the newest (``LatestSlot``: a combination reads it and keeps it).
+protocol FanInSlot {
+  associatedtype Value
+  init()
+  /// Whether a combination can take a value from this slot.
+  var hasValue: Bool { get }
+  mutating func put(_ value: Value)
+  /// The value for the next combination; only when ``hasValue``.
+  mutating func take() -> Value
+  mutating func removeAll()
+  /// What the slot holds, for a mirror.
+  var contents: Any { get }
+}
+
+/// `zip`'s slot: the values not paired yet, oldest first.
+struct QueueSlot<Value>: FanInSlot {
+  var values = RingBuffer<Value>()
+  var hasValue: Bool { !values.isEmpty }
+  mutating func put(_ value: Value) { values.append(value) }
+  mutating func take() -> Value {
+    guard let value = values.popFirst() else {
+      Violation.internalInconsistency("zip took a value from an empty slot")
+    }
+    return value
+  }
+  mutating func removeAll() { values.removeAll() }
+  var contents: Any {
+    var copy = values
+    var all: [Value] = []
+    while let value = copy.popFirst() { all.append(value) }
+    return all
+  }
+}
+
+/// `combineLatest`'s slot: the newest value, kept after it is combined.
+struct LatestSlot<Value>: FanInSlot {
+  var value: Value?
+  var hasValue: Bool { value != nil }
+  mutating func put(_ value: Value) { self.value = value }
+  mutating func take() -> Value {
+    guard let value else {
+      Violation.internalInconsistency("combineLatest combined an upstream with no value")
+    }
+    return value
+  }
+  mutating func removeAll() { value = nil }
+  var contents: Any { value as Any }
+}
+
+/// The slots of every upstream of a `zip` or `combineLatest`, one stored property per upstream
+/// so that values are never boxed.
+protocol FanInSlots {
+  associatedtype Output
+  init()
+  /// How many upstreams.
+  static var arity: Int { get }
+  /// Whether every slot has a value (a combination can be taken).
+  var isComplete: Bool { get }
+  func hasValue(at index: Int) -> Bool
+  mutating func take() -> Output
+  mutating func removeAll()
+  var contents: [Any] { get }
+}
+
+struct Slots2<S0: FanInSlot, S1: FanInSlot>: FanInSlots {
+  typealias Output = (S0.Value, S1.Value)
+  var s0 = S0()
+  var s1 = S1()
+  static var arity: Int { 2 }
+  var isComplete: Bool { s0.hasValue && s1.hasValue }
+  func hasValue(at index: Int) -> Bool { index == 0 ? s0.hasValue : s1.hasValue }
+  mutating func take() -> Output { (s0.take(), s1.take()) }
+  mutating func removeAll() {
+    s0.removeAll()
+    s1.removeAll()
+  }
+  var contents: [Any] { [s0.contents, s1.contents] }
+}
+
+struct Slots3<S0: FanInSlot, S1: FanInSlot, S2: FanInSlot>: FanInSlots {
+  typealias Output = (S0.Value, S1.Value, S2.Value)
+  var s0 = S0()
+  var s1 = S1()
+  var s2 = S2()
+  static var arity: Int { 3 }
+  var isComplete: Bool { s0.hasValue && s1.hasValue && s2.hasValue }
+  func hasValue(at index: Int) -> Bool {
+    switch index {
+    case 0: s0.hasValue
+    case 1: s1.hasValue
+    default: s2.hasValue
+    }
+  }
+  mutating func take() -> Output { (s0.take(), s1.take(), s2.take()) }
+  mutating func removeAll() {
+    s0.removeAll()
+    s1.removeAll()
+    s2.removeAll()
+  }
+  var contents: [Any] { [s0.contents, s1.contents, s2.contents] }
+}
+
+struct Slots4<S0: FanInSlot, S1: FanInSlot, S2: FanInSlot, S3: FanInSlot>: FanInSlots {
+  typealias Output = (S0.Value, S1.Value, S2.Value, S3.Value)
+  var s0 = S0()
+  var s1 = S1()
+  var s2 = S2()
+  var s3 = S3()
+  static var arity: Int { 4 }
+  var isComplete: Bool { s0.hasValue && s1.hasValue && s2.hasValue && s3.hasValue }
+  func hasValue(at index: Int) -> Bool {
+    switch index {
+    case 0: s0.hasValue
+    case 1: s1.hasValue
+    case 2: s2.hasValue
+    default: s3.hasValue
+    }
+  }
+  mutating func take() -> Output { (s0.take(), s1.take(), s2.take(), s3.take()) }
+  mutating func removeAll() {
+    s0.removeAll()
+    s1.removeAll()
+    s2.removeAll()
+    s3.removeAll()
+  }
+  var contents: [Any] { [s0.contents, s1.contents, s2.contents, s3.contents] }
+}

@@ -1,0 +1,162 @@
+/// How a relay goes on when its current upstream completes.
+@usableFromInline
+enum RelayNext<NewPublisher, Failure: Error> {
+  /// Subscribe the downstream to this publisher, with the demand it still holds.
+  case subscribe(NewPublisher)
+  /// Pass this completion downstream: the relay is over.
+  case end(Subscribers.Completion<Failure>)
+}
+
+/// The subscription of `catch`, `tryCatch` and `append`/`prepend` (`Concatenate`): delivers
+/// one upstream, then — when it completes the way that moves on (`catch`: fails,
+/// `Concatenate`: finishes) — subscribes the downstream to the publisher `next` gives, asking it
+/// for the demand still outstanding (see ``RelayState``). A value beyond the outstanding demand,
+/// or a second completion from the upstream it moved on from, traps naming the operator.
+// Safety (`@unchecked Sendable`): mutable state is in `state`'s lock, and `held` is touched only
+// inside `state.withLock`; the downstream, `next` and upstreams are called after unlocking.
+@usableFromInline
+final class RelaySubscription<Upstream: Publisher, NewPublisher: Publisher, Downstream: Subscriber>:
+  Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
+  CustomPlaygroundDisplayConvertible, @unchecked Sendable
+where
+  Upstream.Output == Downstream.Input, NewPublisher.Output == Downstream.Input,
+  NewPublisher.Failure == Downstream.Failure
+{
+  @usableFromInline typealias Input = Upstream.Output
+  @usableFromInline typealias Failure = Upstream.Failure
+
+  @usableFromInline let name: StaticString
+  /// The downstream until the subscription ends (guarded by `state`'s lock).
+  @usableFromInline @exclusivity(unchecked) var held: Downstream?
+  /// Whether a failure (catch) or a finish (Concatenate) moves on to the next publisher.
+  @usableFromInline let movesOnFailure: Bool
+  @usableFromInline let next:
+    (Subscribers.Completion<Upstream.Failure>) -> RelayNext<NewPublisher, Downstream.Failure>
+  @usableFromInline let state = Lock(RelayState())
+
+  @inlinable init(
+    _ name: StaticString, downstream: Downstream, movesOnFailure: Bool,
+    next:
+      @escaping (Subscribers.Completion<Upstream.Failure>) -> RelayNext<
+        NewPublisher, Downstream.Failure
+      >
+  ) {
+    self.name = name
+    held = downstream
+    self.movesOnFailure = movesOnFailure
+    self.next = next
+  }
+
+  @inlinable func receive(subscription: any Subscription) {
+    switch state.withLock({ $0.attached(subscription) }) {
+    case .handDownstream: state.withLock { _ in held }?.receive(subscription: self)
+    case .request(let demand): if demand > 0 { subscription.request(demand) }
+    case .cancel: subscription.cancel()
+    }
+  }
+
+  @inlinable func receive(_ input: Input) -> Subscribers.Demand {
+    let (delivery, downstream) = state.withLock { state in
+      let delivery = state.delivering(betweenUpstreams: false)
+      return (delivery, delivery == .deliver ? held : nil)
+    }
+    guard delivery.admits(operator: description), let downstream else { return .none }
+    let more = downstream.receive(input)
+    if more > 0 { _ = state.withLock { $0.delivered(more: more) } }
+    return more
+  }
+
+  @inlinable func receive(completion: Subscribers.Completion<Upstream.Failure>) {
+    let failed: Bool
+    if case .failure = completion { failed = true } else { failed = false }
+    let action = state.withLock { state -> RelayState.CompletionAction? in
+      // The upstream it moved on from completing again (also re-entrantly, from `next`) is a
+      // violation.
+      if state.leftUpstream { return nil }
+      return state.completed(moveOn: failed == movesOnFailure)
+    }
+    switch action {
+    case nil: Violation.completionAfterCompletion(operator: description, failed: movesOnFailure)
+    case .none?: break
+    case .end?, .resubscribe?:
+      switch next(completion) {
+      case .subscribe(let publisher):
+        publisher.receive(subscriber: RelayTail(parent: self))
+      case .end(let completion):
+        if action == .resubscribe, !state.withLock({ $0.ended() }) { return }
+        takeDownstream()?.receive(completion: completion)
+      }
+    }
+  }
+
+  @inlinable func receiveTail(completion: Subscribers.Completion<NewPublisher.Failure>) {
+    if case .end = state.withLock({ $0.completed(moveOn: false) }) {
+      takeDownstream()?.receive(completion: completion)
+    }
+  }
+
+  @inlinable func request(_ demand: Subscribers.Demand) {
+    demand.assertNonZero(for: description)
+    state.withLock { $0.requested(demand) }?.request(demand)
+  }
+
+  @inlinable func cancel() {
+    let (upstream, downstream) = state.withLock { state in
+      defer { held = nil }
+      return (state.cancelled(), held)
+    }
+    upstream?.cancel()
+    withExtendedLifetime(downstream) {}
+  }
+
+  /// The downstream, forgotten: for the completion.
+  @inlinable func takeDownstream() -> Downstream? {
+    state.withLock { _ in
+      defer { held = nil }
+      return held
+    }
+  }
+
+  @usableFromInline var description: String { "\(name)" }
+  /// Combine's children: catch's, the downstream and the demand it still holds; Concatenate's,
+  /// none.
+  @usableFromInline var customMirror: Mirror {
+    guard movesOnFailure else { return Mirror(self, children: EmptyCollection()) }
+    let (downstream, demand) = state.withLock { state in (held, state.outstanding) }
+    return Mirror(
+      self, children: [("downstream", downstream as Any), ("demand", demand as Any)])
+  }
+  @usableFromInline var playgroundDescription: Any { description }
+}
+
+/// Subscribes a ``RelaySubscription`` to its replacement publisher; described and reflected as
+/// the subscription itself.
+@usableFromInline
+struct RelayTail<Upstream: Publisher, NewPublisher: Publisher, Downstream: Subscriber>: Subscriber,
+  CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible
+where
+  Upstream.Output == Downstream.Input, NewPublisher.Output == Downstream.Input,
+  NewPublisher.Failure == Downstream.Failure
+{
+  @usableFromInline typealias Input = NewPublisher.Output
+  @usableFromInline typealias Failure = NewPublisher.Failure
+
+  @usableFromInline let parent: RelaySubscription<Upstream, NewPublisher, Downstream>
+  @usableFromInline var combineIdentifier: CombineIdentifier { CombineIdentifier(parent) }
+
+  @inlinable init(parent: RelaySubscription<Upstream, NewPublisher, Downstream>) {
+    self.parent = parent
+  }
+
+  @inlinable func receive(subscription: any Subscription) {
+    parent.receive(subscription: subscription)
+  }
+  @inlinable func receive(_ input: Input) -> Subscribers.Demand { parent.receive(input) }
+  @inlinable func receive(completion: Subscribers.Completion<Failure>) {
+    parent.receiveTail(completion: completion)
+  }
+
+  @usableFromInline var description: String { parent.description }
+  @usableFromInline var customMirror: Mirror { parent.customMirror }
+  @usableFromInline var playgroundDescription: Any { parent.playgroundDescription }
+}
