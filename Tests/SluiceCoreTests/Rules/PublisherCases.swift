@@ -227,6 +227,12 @@ extension PublisherCase {
     op("prepend", numbers) {
       Empty().prepend($0.prefix(5)).prepend(Empty()).append($0.dropFirst(5)).eraseToAnyPublisher()
     },
+    op("drop(untilOutputFrom:)", numbers) {
+      $0.drop(untilOutputFrom: Just(())).eraseToAnyPublisher()
+    },
+    op("prefix(untilOutputFrom:)", numbers) {
+      $0.prefix(untilOutputFrom: Empty<Void, Never>()).eraseToAnyPublisher()
+    },
     op("zip", numbers) { $0.zip((100...).publisher) { a, _ in a }.eraseToAnyPublisher() },
     op("zip(3)", numbers) {
       // An endless upstream goes last: zip asks its upstreams in order.
