@@ -40,7 +40,8 @@ extension Publishers.DropUntilOutput: Equatable where Upstream: Equatable, Other
 extension Publisher {
   /// Ignores this publisher's values until `publisher` sends one; see
   /// ``Publishers/DropUntilOutput``.
-  public func drop<P: Publisher>(untilOutputFrom publisher: P) -> Publishers.DropUntilOutput<Self, P>
+  public func drop<P: Publisher>(untilOutputFrom publisher: P)
+    -> Publishers.DropUntilOutput<Self, P>
   where Failure == P.Failure {
     Publishers.DropUntilOutput(upstream: self, other: publisher)
   }

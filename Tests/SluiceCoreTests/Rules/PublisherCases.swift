@@ -233,6 +233,13 @@ extension PublisherCase {
     op("prefix(untilOutputFrom:)", numbers) {
       $0.prefix(untilOutputFrom: Empty<Void, Never>()).eraseToAnyPublisher()
     },
+    op("timeout(on: serial queue)", numbers) {
+      $0.timeout(.seconds(30), scheduler: serialQueue).eraseToAnyPublisher()
+    }.flushed { await withCheckedContinuation { done in serialQueue.async { done.resume() } } },
+    op("measureInterval", numbers) {
+      $0.measureInterval(using: ImmediateScheduler.shared).map { _ in 0 }
+        .scan(0) { count, _ in count + 1 }.eraseToAnyPublisher()
+    },
     op("zip", numbers) { $0.zip((100...).publisher) { a, _ in a }.eraseToAnyPublisher() },
     op("zip(3)", numbers) {
       // An endless upstream goes last: zip asks its upstreams in order.

@@ -1,0 +1,191 @@
+extension Publishers {
+  /// A publisher that publishes at most one value per `interval`: the first value of each
+  /// interval, or the latest when `latest` is true — Combine's `Throttle`.
+  ///
+  /// **Demand**: asks the upstream for `.unlimited`; a value that arrives when the downstream
+  /// has no demand is dropped, and one unit of demand is used when a value is scheduled.
+  /// **Timing and ordering**: a value arriving at least `interval` after the last emission is
+  /// emitted at once (through the scheduler); later values wait for the interval to end, and the
+  /// one kept (first or latest) is emitted then. Every emission runs on `scheduler`, one at a
+  /// time. **Completion**: delivered on the scheduler, after a value waiting to be emitted.
+  /// **Cancellation** cancels the upstream; nothing scheduled is delivered after it.
+  public struct Throttle<Upstream: Publisher, Context: Scheduler>: Publisher {
+    public typealias Output = Upstream.Output
+    public typealias Failure = Upstream.Failure
+
+    /// The publisher whose values are throttled.
+    public let upstream: Upstream
+    /// The shortest time between two emissions.
+    public let interval: Context.SchedulerTimeType.Stride
+    /// The scheduler emissions run on.
+    public let scheduler: Context
+    /// Whether the latest value of an interval is emitted (else the first).
+    public let latest: Bool
+
+    /// Creates a publisher that emits at most one value per `interval`.
+    public init(
+      upstream: Upstream, interval: Context.SchedulerTimeType.Stride, scheduler: Context,
+      latest: Bool
+    ) {
+      self.upstream = upstream
+      self.interval = interval
+      self.scheduler = scheduler
+      self.latest = latest
+    }
+
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.receive(
+        subscriber: ThrottleSubscription<Upstream, Context, S>(
+          interval: interval, scheduler: scheduler, latest: latest, downstream: subscriber))
+    }
+  }
+}
+
+extension Publisher {
+  /// Publishes at most one value per `interval`, the first or the latest of each; see
+  /// ``Publishers/Throttle``.
+  public func throttle<S: Scheduler>(
+    for interval: S.SchedulerTimeType.Stride, scheduler: S, latest: Bool
+  ) -> Publishers.Throttle<Self, S> {
+    Publishers.Throttle(upstream: self, interval: interval, scheduler: scheduler, latest: latest)
+  }
+}
+
+/// States: `awaitingSubscription` → `subscribed` → `completing` (a completion waits for its
+/// emission) → `terminal`.
+/// | event | subscribed, nothing scheduled | subscribed, an emission scheduled | completing / terminal |
+/// |---|---|---|---|
+/// | value, no demand | drop | drop | drop |
+/// | value | demand −1; schedule its emission at max(now, last emission + interval) | latest: replace the waiting value; else drop | drop |
+/// | completion | completing; schedule its emission | completing; emitted after the value | drop |
+/// | emission | — | deliver the value (then the completion) | deliver the completion |
+/// | `request(n)` | demand +n | demand +n | ignore |
+/// | `cancel()` | terminal; cancel the upstream | same | terminal |
+final class ThrottleSubscription<Upstream: Publisher, Context: Scheduler, Downstream: Subscriber>:
+  Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
+  CustomPlaygroundDisplayConvertible, @unchecked Sendable
+where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failure {
+  // Safety: all mutable state is in `state`'s lock; the upstream and the scheduler are called
+  // after unlocking; the downstream only through `delivery`, which keeps it serial.
+  typealias Input = Upstream.Output
+  typealias Failure = Upstream.Failure
+
+  struct State {
+    var upstream: (any Subscription)?
+    var subscribed = false
+    var terminal = false
+    var demand = Subscribers.Demand.none
+    var lastEmission: Context.SchedulerTimeType?
+    var pendingValue: Input?
+    var pendingCompletion: Subscribers.Completion<Failure>?
+    var scheduled: Bool { pendingValue != nil || pendingCompletion != nil }
+  }
+
+  let interval: Context.SchedulerTimeType.Stride
+  let scheduler: Context
+  let latest: Bool
+  let state = Lock(State())
+  private(set) var delivery: SerialDelivery<Downstream>!
+
+  init(
+    interval: Context.SchedulerTimeType.Stride, scheduler: Context, latest: Bool,
+    downstream: Downstream
+  ) {
+    self.interval = interval
+    self.scheduler = scheduler
+    self.latest = latest
+    delivery = SerialDelivery(downstream) { [unowned self] more in
+      state.withLock { $0.demand += more }
+    }
+  }
+
+  func receive(subscription: any Subscription) {
+    let accepted = state.withLock { state -> Bool in
+      guard !state.subscribed, !state.terminal else { return false }
+      state.subscribed = true
+      state.upstream = subscription
+      return true
+    }
+    guard accepted else { return subscription.cancel() }
+    subscription.request(.unlimited)
+    delivery.downstream?.receive(subscription: self)
+  }
+
+  func receive(_ input: Input) -> Subscribers.Demand {
+    let now = scheduler.now
+    let due = state.withLock { state -> Context.SchedulerTimeType?? in
+      guard state.upstream != nil, state.pendingCompletion == nil, state.demand > 0 else {
+        return nil
+      }
+      if state.scheduled {
+        if latest { state.pendingValue = input }
+        return nil
+      }
+      if state.demand != .unlimited { state.demand -= 1 }
+      state.pendingValue = input
+      guard let last = state.lastEmission else { return .some(nil) }
+      let earliest = last.advanced(by: interval)
+      return .some(earliest > now ? earliest : nil)
+    }
+    switch due {
+    case .none: break
+    case .some(.none): scheduler.schedule { [weak self] in self?.emit() }
+    case .some(.some(let date)): scheduler.schedule(after: date) { [weak self] in self?.emit() }
+    }
+    return .none
+  }
+
+  func receive(completion: Subscribers.Completion<Failure>) {
+    let schedules = state.withLock { state -> Bool? in
+      guard state.upstream != nil, state.pendingCompletion == nil else { return nil }
+      state.upstream = nil
+      defer { state.pendingCompletion = completion }
+      return !state.scheduled
+    }
+    if schedules == true { scheduler.schedule { [weak self] in self?.emit() } }
+  }
+
+  private func emit() {
+    let now = scheduler.now
+    let (value, completion) = state.withLock {
+      state -> (Input?, Subscribers.Completion<Failure>?) in
+      guard !state.terminal else { return (nil, nil) }
+      if state.pendingValue != nil { state.lastEmission = now }
+      defer {
+        state.pendingValue = nil
+        state.pendingCompletion = nil
+      }
+      if state.pendingCompletion != nil { state.terminal = true }
+      return (state.pendingValue, state.pendingCompletion)
+    }
+    if let value {
+      let more = delivery.send(.value(value))
+      if more > 0 { state.withLock { $0.demand += more } }
+    }
+    if let completion { delivery.send(.completion(completion)) }
+  }
+
+  func request(_ demand: Subscribers.Demand) {
+    demand.assertNonZero(for: description)
+    state.withLock { state in
+      if !state.terminal { state.demand += demand }
+    }
+  }
+
+  func cancel() {
+    let upstream = state.withLock { state -> (any Subscription)? in
+      state.terminal = true
+      state.pendingValue = nil
+      state.pendingCompletion = nil
+      defer { state.upstream = nil }
+      return state.upstream
+    }
+    upstream?.cancel()
+    delivery.end()
+  }
+
+  var description: String { "Throttle" }
+  var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  var playgroundDescription: Any { description }
+}
