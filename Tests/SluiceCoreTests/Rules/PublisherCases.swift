@@ -240,6 +240,12 @@ extension PublisherCase {
       $0.measureInterval(using: ImmediateScheduler.shared).map { _ in 0 }
         .scan(0) { count, _ in count + 1 }.eraseToAnyPublisher()
     },
+    op("buffer(keepFull)", numbers) {
+      $0.buffer(size: 4, prefetch: .keepFull, whenFull: .dropNewest).eraseToAnyPublisher()
+    },
+    op("buffer(byRequest)", numbers) {
+      $0.buffer(size: 20, prefetch: .byRequest, whenFull: .dropOldest).eraseToAnyPublisher()
+    },
     op("zip", numbers) { $0.zip((100...).publisher) { a, _ in a }.eraseToAnyPublisher() },
     op("zip(3)", numbers) {
       // An endless upstream goes last: zip asks its upstreams in order.
