@@ -10,6 +10,8 @@ struct PublisherCase: Sendable, CustomStringConvertible {
   /// Values arrive on another thread after `request` returns (`receive(on:)`): waits until
   /// every action the publisher has scheduled so far has run.
   var flush: (@Sendable () async -> Void)?
+  /// Requests from several threads at once may skip values (combineLatest keeps the newest).
+  var latestOnly = false
 
   /// Every finite, cold publisher of this module, for the shared rule suite.
   /// `RULE_ONLY=<description>` in the environment runs only that case.
@@ -252,10 +254,11 @@ extension PublisherCase {
       $0.zip(Just(0).append(repeatElement(0, count: 30)), (1...).publisher) { a, _, _ in a }
         .eraseToAnyPublisher()
     },
-    op("combineLatest", numbers) { Just(0).combineLatest($0) { _, b in b }.eraseToAnyPublisher() },
+    op("combineLatest", numbers) { Just(0).combineLatest($0) { _, b in b }.eraseToAnyPublisher() }
+      .keepingLatestOnly(),
     op("combineLatest(4)", numbers) {
       Just(0).combineLatest(Just(0), Just(0), $0) { _, _, _, d in d }.eraseToAnyPublisher()
-    },
+    }.keepingLatestOnly(),
   ]
 }
 
@@ -266,6 +269,13 @@ private let concurrentQueue = DispatchQueue(
 private let delayQueue = DispatchQueue(label: "rules.delay")
 
 extension PublisherCase {
+  /// This case, which may skip values when requests come from several threads at once.
+  func keepingLatestOnly() -> PublisherCase {
+    var copy = self
+    copy.latestOnly = true
+    return copy
+  }
+
   /// This case, delivering on another thread after `request` returns; `flush` waits for it.
   func flushed(_ flush: @escaping @Sendable () async -> Void) -> PublisherCase {
     var copy = self

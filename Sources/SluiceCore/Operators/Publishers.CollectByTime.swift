@@ -1,0 +1,263 @@
+extension Publishers {
+  /// How `collect(_:options:)` groups values: every `interval` of a scheduler's time, or also
+  /// when `count` values have been collected.
+  public enum TimeGroupingStrategy<Context: Scheduler> {
+    /// An array every `interval` (when values arrived in it).
+    case byTime(Context, Context.SchedulerTimeType.Stride)
+    /// An array every `interval`, or as soon as `count` values have been collected.
+    case byTimeOrCount(Context, Context.SchedulerTimeType.Stride, Int)
+  }
+
+  /// A publisher that collects its upstream's values and publishes them as arrays on a
+  /// schedule — Combine's `CollectByTime`.
+  ///
+  /// **Demand**: `.byTime` asks the upstream for `.unlimited`; `.byTimeOrCount` asks for `count`
+  /// values per array the downstream requests. **Timing**: a repeating timer of `interval`,
+  /// started at the subscription, publishes what was collected since the last array (nothing
+  /// when nothing arrived); `.byTimeOrCount` also publishes as soon as `count` values are in.
+  /// An array that finds no demand waits (and keeps collecting) until the downstream requests.
+  /// **Completion**: a finish publishes what is left (once there is demand), then finishes; a
+  /// failure is delivered at once and drops what was collected. **Cancellation** cancels the
+  /// upstream and the timer.
+  public struct CollectByTime<Upstream: Publisher, Context: Scheduler>: Publisher {
+    public typealias Output = [Upstream.Output]
+    public typealias Failure = Upstream.Failure
+
+    /// The publisher whose values are collected.
+    public let upstream: Upstream
+    /// How values are grouped.
+    public let strategy: TimeGroupingStrategy<Context>
+    /// Options for the scheduler.
+    public let options: Context.SchedulerOptions?
+
+    /// Creates a publisher that groups `upstream`'s values by `strategy`.
+    public init(
+      upstream: Upstream, strategy: TimeGroupingStrategy<Context>,
+      options: Context.SchedulerOptions?
+    ) {
+      self.upstream = upstream
+      self.strategy = strategy
+      self.options = options
+    }
+
+    public func receive<S: Subscriber>(subscriber: S)
+    where Output == S.Input, Failure == S.Failure {
+      upstream.receive(
+        subscriber: CollectByTimeSubscription<Upstream.Output, Context, S>(
+          strategy: strategy, options: options, downstream: subscriber))
+    }
+  }
+}
+
+extension Publisher {
+  /// Collects values and publishes them as arrays on a schedule; see
+  /// ``Publishers/CollectByTime``.
+  public func collect<S: Scheduler>(
+    _ strategy: Publishers.TimeGroupingStrategy<S>, options: S.SchedulerOptions? = nil
+  ) -> Publishers.CollectByTime<Self, S> {
+    Publishers.CollectByTime(upstream: self, strategy: strategy, options: options)
+  }
+}
+
+/// States: `awaitingSubscription` → `collecting` → `finishing` (the upstream finished; the
+/// rest waits for demand) → `terminal`.
+/// | event | collecting | finishing | terminal |
+/// |---|---|---|---|
+/// | value | collect it; count reached (byTimeOrCount): publish | — | drop |
+/// | tick | something collected: publish | publish the rest, finish | — |
+/// | publish | demand: deliver the array, demand −1; else keep collecting | same, then finish | — |
+/// | finish | finishing; publish the rest, finish | — | — |
+/// | failure | terminal; drop the collection; deliver it | — | — |
+/// | `request(n)` | demand +n (byTimeOrCount: ask the upstream for n × count); publish what waited | same | ignore |
+/// | `cancel()` | terminal; cancel the timer and the upstream | same | nothing |
+final class CollectByTimeSubscription<Input, Context: Scheduler, Downstream: Subscriber>:
+  Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
+  CustomPlaygroundDisplayConvertible, @unchecked Sendable
+where Downstream.Input == [Input] {
+  // Safety: all mutable state is in `state`'s lock; the upstream, the timer and the scheduler
+  // are called after unlocking; the downstream only through `delivery`, which keeps it serial.
+  typealias Failure = Downstream.Failure
+
+  struct State {
+    var upstream: (any Subscription)?
+    var subscribed = false
+    var terminal = false
+    var finishing = false
+    var collected: [Input] = []
+    /// Arrays ready to publish, waiting for demand.
+    var ready: [[Input]] = []
+    var demand = Subscribers.Demand.none
+    var timer: (any Cancellable)?
+
+    /// Moves what was collected to `ready`.
+    mutating func cut() {
+      guard !collected.isEmpty else { return }
+      ready.append(collected)
+      collected = []
+    }
+  }
+
+  enum Next {
+    case array([Input])
+    case finish
+    case stop
+  }
+
+  let scheduler: Context
+  let interval: Context.SchedulerTimeType.Stride
+  let count: Int?
+  let options: Context.SchedulerOptions?
+  let state = Lock(State())
+  private(set) var delivery: SerialDelivery<Downstream>!
+
+  init(
+    strategy: Publishers.TimeGroupingStrategy<Context>, options: Context.SchedulerOptions?,
+    downstream: Downstream
+  ) {
+    switch strategy {
+    case .byTime(let scheduler, let interval):
+      (self.scheduler, self.interval, count) = (scheduler, interval, nil)
+    case .byTimeOrCount(let scheduler, let interval, let count):
+      if count < 1 { Violation.nonPositiveCount(count, operator: "collect(.byTimeOrCount)") }
+      (self.scheduler, self.interval, self.count) = (scheduler, interval, count)
+    }
+    self.options = options
+    delivery = SerialDelivery(downstream) { [unowned self] more in
+      state.withLock { $0.demand += more }
+    }
+  }
+
+  func receive(subscription: any Subscription) {
+    let accepted = state.withLock { state -> Bool in
+      guard !state.subscribed, !state.terminal else { return false }
+      state.subscribed = true
+      state.upstream = subscription
+      return true
+    }
+    guard accepted else { return subscription.cancel() }
+    let timer = scheduler.schedule(
+      after: scheduler.now.advanced(by: interval), interval: interval,
+      tolerance: scheduler.minimumTolerance, options: options
+    ) { [weak self] in self?.tick() }
+    let stale = state.withLock { state -> (any Cancellable)? in
+      guard !state.terminal else { return timer }
+      state.timer = timer
+      return nil
+    }
+    stale?.cancel()
+    delivery.downstream?.receive(subscription: self)
+    if count == nil { subscription.request(.unlimited) }
+  }
+
+  func receive(_ input: Input) -> Subscribers.Demand {
+    let full = state.withLock { state -> Bool in
+      guard !state.terminal, !state.finishing, state.upstream != nil else { return false }
+      state.collected.append(input)
+      guard let count, state.collected.count >= count else { return false }
+      state.cut()
+      return true
+    }
+    if full { publish() }
+    return .none
+  }
+
+  func receive(completion: Subscribers.Completion<Failure>) {
+    switch completion {
+    case .finished:
+      let timer = state.withLock { state -> (any Cancellable)?? in
+        guard !state.terminal, !state.finishing, state.upstream != nil else { return nil }
+        state.finishing = true
+        state.upstream = nil
+        state.cut()
+        defer { state.timer = nil }
+        return .some(state.timer)
+      }
+      guard case .some(let timer) = timer else { return }
+      timer?.cancel()
+      publish()
+    case .failure:
+      let timer = state.withLock { state -> (any Cancellable)?? in
+        guard !state.terminal, !state.finishing, state.upstream != nil else { return nil }
+        state.terminal = true
+        state.upstream = nil
+        state.collected = []
+        state.ready = []
+        defer { state.timer = nil }
+        return .some(state.timer)
+      }
+      guard case .some(let timer) = timer else { return }
+      timer?.cancel()
+      delivery.send(.completion(completion))
+    }
+  }
+
+  private func tick() {
+    let publishes = state.withLock { state -> Bool in
+      guard !state.terminal else { return false }
+      state.cut()
+      return !state.ready.isEmpty
+    }
+    if publishes { publish() }
+  }
+
+  /// Delivers ready arrays while there is demand; then, when finishing and nothing is left,
+  /// the finish.
+  private func publish() {
+    while true {
+      let next = state.withLock { state -> Next in
+        guard !state.terminal else { return .stop }
+        if !state.ready.isEmpty {
+          guard state.demand > 0 else { return .stop }
+          if state.demand != .unlimited { state.demand -= 1 }
+          return .array(state.ready.removeFirst())
+        }
+        guard state.finishing else { return .stop }
+        state.terminal = true
+        return .finish
+      }
+      switch next {
+      case .array(let values):
+        let more = delivery.send(.value(values))
+        if more > 0 { state.withLock { $0.demand += more } }
+      case .finish:
+        delivery.send(.completion(.finished))
+        return
+      case .stop:
+        return
+      }
+    }
+  }
+
+  func request(_ demand: Subscribers.Demand) {
+    demand.assertNonZero(for: description)
+    let upstream = state.withLock { state -> (any Subscription)? in
+      guard !state.terminal else { return nil }
+      state.demand += demand
+      return state.upstream
+    }
+    if let count, let upstream {
+      upstream.request(demand == .unlimited ? .unlimited : demand * count)
+    }
+    publish()
+  }
+
+  func cancel() {
+    let (upstream, timer) = state.withLock { state -> ((any Subscription)?, (any Cancellable)?) in
+      state.terminal = true
+      state.collected = []
+      state.ready = []
+      defer {
+        state.upstream = nil
+        state.timer = nil
+      }
+      return (state.upstream, state.timer)
+    }
+    timer?.cancel()
+    upstream?.cancel()
+    delivery.end()
+  }
+
+  var description: String { "CollectByTime" }
+  var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  var playgroundDescription: Any { description }
+}
