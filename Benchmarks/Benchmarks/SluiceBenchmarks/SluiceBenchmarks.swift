@@ -13,6 +13,7 @@ let benchmarks: @Sendable () -> Void = {
   )
   coreBenchmarks()
   bridgeBenchmarks()
+  operatorBenchmarks()
 }
 
 /// Registers `body` under "<scenario> | <implementation>".

@@ -236,7 +236,7 @@ extension PublisherCase {
       $0.prefix(untilOutputFrom: Empty<Void, Never>()).eraseToAnyPublisher()
     },
     op("timeout(on: serial queue)", numbers) {
-      $0.timeout(.seconds(30), scheduler: serialQueue).eraseToAnyPublisher()
+      $0.timeout(.seconds(3_600), scheduler: serialQueue).eraseToAnyPublisher()
     }.flushed { await withCheckedContinuation { done in serialQueue.async { done.resume() } } },
     op("measureInterval", numbers) {
       $0.measureInterval(using: ImmediateScheduler.shared).map { _ in 0 }
