@@ -18,12 +18,16 @@ let package = Package(
     .library(name: "SluiceCore", targets: ["SluiceCore"]),
     .library(name: "SluiceAsync", targets: ["SluiceAsync"]),
     .library(name: "SluiceTesting", targets: ["SluiceTesting"]),
+    // URLSession's publishers: a product of their own, so that the others never link
+    // FoundationNetworking.
+    .library(name: "SluiceNetworking", targets: ["SluiceNetworking"]),
     .executable(name: "sluice-tour", targets: ["SluiceTour"]),
   ],
   targets: [
     .target(name: "SluiceCore", swiftSettings: strict),
     .target(name: "SluiceAsync", dependencies: ["SluiceCore"], swiftSettings: strict),
     .target(name: "SluiceTesting", dependencies: ["SluiceCore"], swiftSettings: strict),
+    .target(name: "SluiceNetworking", dependencies: ["SluiceCore"], swiftSettings: strict),
     .target(
       name: "Sluice", dependencies: ["SluiceCore", "SluiceAsync"], swiftSettings: strict),
     .target(
@@ -38,6 +42,9 @@ let package = Package(
       swiftSettings: strict),
     .testTarget(
       name: "SluiceAsyncTests", dependencies: ["SluiceAsync", "SluiceTesting"],
+      swiftSettings: strict),
+    .testTarget(
+      name: "SluiceNetworkingTests", dependencies: ["Sluice", "SluiceNetworking", "SluiceTesting"],
       swiftSettings: strict),
     .testTarget(
       name: "SluiceExamplesTests", dependencies: ["SluiceExamples"], swiftSettings: strict),

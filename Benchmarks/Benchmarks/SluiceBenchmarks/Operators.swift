@@ -121,9 +121,9 @@ func operatorBenchmarks() {
     check(tally.count, elements, flatMap)
   }
 
-  let receiveOn = "subject → receive(on:) → sink on another thread (per element)"
+  let receiveOnQueue = "subject → receive(on: DispatchQueue) → sink (per element)"
   let queue = DispatchQueue(label: "benchmarks.receive-on")
-  measureAsync(receiveOn, "Sluice receive(on: DispatchQueue)") {
+  measureAsync(receiveOnQueue, "Sluice") {
     let subject = Sluice.PassthroughSubject<Int, Never>()
     await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
       let tally = Tally()
@@ -135,7 +135,12 @@ func operatorBenchmarks() {
       withExtendedLifetime(cancellable) {}
     }
   }
-  measureAsync(receiveOn, "Sluice receive(on: ActorScheduler)") {
+  measureAsync(receiveOnQueue, "AsyncStream read from another task") {
+    check(await streamReadFromAnotherTask(), elements, receiveOnQueue)
+  }
+
+  let receiveOnActor = "subject → receive(on: ActorScheduler) → actor (per element)"
+  measureAsync(receiveOnActor, "Sluice") {
     let counter = Counter()
     let subject = Sluice.PassthroughSubject<Int, Never>()
     let cancellable = subject.receive(on: ActorScheduler(counter)).sink { _ in
@@ -145,21 +150,88 @@ func operatorBenchmarks() {
     while await counter.count < elements { await Task.yield() }
     cancellable.cancel()
   }
-  measureAsync(receiveOn, "AsyncStream read from another task") {
+  measureAsync(receiveOnActor, "AsyncStream read by the actor") {
+    let counter = Counter()
     let (stream, continuation) = AsyncStream<Int>.makeStream()
-    let reader = Task.detached {
-      var count = 0
-      for await _ in stream { count += 1 }
-      return count
-    }
+    let reader = Task { await counter.read(stream) }
     for value in 0..<elements { continuation.yield(value) }
     continuation.finish()
-    check(await reader.value, elements, receiveOn)
+    await reader.value
+    check(await counter.count, elements, receiveOnActor)
   }
+
+  // Time operators on real time: a burst of values sent as fast as possible, then the quiet
+  // interval; the row ends when the burst's last value comes out.
+  let interval = 1  // milliseconds
+  let debounce = "subject burst → debounce(1 ms) → last value (per value sent)"
+  measureAsync(debounce, "Sluice") {
+    let subject = Sluice.PassthroughSubject<Int, Never>()
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      let cancellable = subject.debounce(for: .milliseconds(interval), scheduler: queue).sink {
+        if $0 == elements - 1 { done.resume() }
+      }
+      for value in 0..<elements { subject.send(value) }
+      withExtendedLifetime(cancellable) {}
+    }
+  }
+  measureAsync(debounce, "async-algorithms debounce over AsyncStream, read from another task") {
+    let (stream, continuation) = AsyncStream<Int>.makeStream()
+    let reader = Task.detached {
+      for await value in stream.debounce(for: .milliseconds(interval)) where value == elements - 1 {
+        return
+      }
+    }
+    for value in 0..<elements { continuation.yield(value) }
+    await reader.value
+    continuation.finish()
+  }
+
+  let throttle = "subject burst → throttle(1 ms, latest: true) → last value (per value sent)"
+  measureAsync(throttle, "Sluice") {
+    let subject = Sluice.PassthroughSubject<Int, Never>()
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      let cancellable = subject.throttle(
+        for: .milliseconds(interval), scheduler: queue, latest: true
+      ).sink {
+        if $0 == elements - 1 { done.resume() }
+      }
+      for value in 0..<elements { subject.send(value) }
+      withExtendedLifetime(cancellable) {}
+    }
+  }
+  measureAsync(throttle, "async-algorithms throttle over AsyncStream, read from another task") {
+    let (stream, continuation) = AsyncStream<Int>.makeStream()
+    let reader = Task.detached {
+      for await value in stream._throttle(for: .milliseconds(interval), latest: true)
+      where value == elements - 1 {
+        return
+      }
+    }
+    for value in 0..<elements { continuation.yield(value) }
+    await reader.value
+    continuation.finish()
+  }
+}
+
+/// Yields `elements` values into an `AsyncStream` read by a detached task; returns how many the
+/// reader saw.
+func streamReadFromAnotherTask() async -> Int {
+  let (stream, continuation) = AsyncStream<Int>.makeStream()
+  let reader = Task.detached {
+    var count = 0
+    for await _ in stream { count += 1 }
+    return count
+  }
+  for value in 0..<elements { continuation.yield(value) }
+  continuation.finish()
+  return await reader.value
 }
 
 /// The actor an `ActorScheduler` row delivers on.
 actor Counter {
   var count = 0
   func add() { count += 1 }
+  func read(_ stream: AsyncStream<Int>) async {
+    for await _ in stream { count += 1 }
+  }
 }

@@ -30,8 +30,28 @@ public struct KnownDivergence: Sendable {
         its remaining count is already zero, i.e. on the next value.
         """,
       explains: { scenario, sluice, openCombine in
-        scenario.operators.contains(where: \.isOutputRange)
-          && firstDifference(sluice, openCombine).sluice?.hasSuffix(" cancel") == true
+        // Sluice cancels at once; below a `prepend`, before the Concatenate moves on to the
+        // source, so Sluice's log finishes where OpenCombine's subscribes the source.
+        let first = firstDifference(sluice, openCombine).sluice
+        let neverSubscribed = !sluice.contains { $0.hasPrefix("src#1 subscribed") }
+        return scenario.operators.contains(where: \.isOutputRange)
+          && (first?.hasSuffix(" cancel") == true
+            || (scenario.operators.contains(.prependValues) && neverSubscribed
+              && subscriberSide(sluice) == subscriberSide(openCombine)))
+      }),
+    KnownDivergence(
+      kind: .openCombine,
+      name: "buffer(whenFull: .customError) fails only when the subscriber next requests",
+      evidence: """
+        OpenCombine's Buffer cancels its upstream and records the failure when a value finds \
+        the buffer full, but does not drain: a subscriber without demand never hears of it, \
+        one with demand hears of it at its next request. Combine documents the strategy as \
+        "fail with the provided error when the buffer is full"; Sluice delivers the failure \
+        at once, as it (and OpenCombine) does for an upstream's failure.
+        """,
+      explains: { scenario, sluice, openCombine in
+        scenario.operators.contains(where: \.failsWhenFull)
+          && firstDifference(sluice, openCombine).sluice == "sub failure(E50)"
       }),
     KnownDivergence(
       kind: .openCombine,
@@ -45,9 +65,10 @@ public struct KnownDivergence: Sendable {
       explains: { scenario, sluice, openCombine in
         let difference = firstDifference(sluice, openCombine)
         return scenario.operators.contains(.replaceError)
-          && difference.sluice.map(isCompletion) == true
-          && (difference.other?.hasPrefix("sub value") == true
-            || openCombine.filter(isCompletion).count > 1)
+          && ((difference.sluice.map(isCompletion) == true
+            && (difference.other?.hasPrefix("sub value") == true
+              || openCombine.filter(isCompletion).count > 1))
+            || repeatsPreviousValue(openCombine, at: firstDifferenceIndex(sluice, openCombine)))
       }),
     KnownDivergence(
       kind: .sluiceOnPurpose,
@@ -88,24 +109,44 @@ public struct KnownDivergence: Sendable {
       }),
     KnownDivergence(
       kind: .openCombine,
-      name: "delay's subscription has no description of its own",
+      name: "delay's and prefix(untilOutputFrom:)'s subscriptions have no description of their own",
       evidence: """
-        OpenCombine's Delay.Inner conforms to neither CustomStringConvertible nor \
-        CustomReflectable, so it describes itself by its generic type name; Combine's operator \
-        subscriptions are described by the operator's name, and Sluice's is "Delay". The logs \
-        are compared with that description replaced.
+        OpenCombine's Delay.Inner and PrefixUntilOutput.Inner conform to neither \
+        CustomStringConvertible nor CustomReflectable, so they describe themselves by their \
+        generic type names; Combine's operator subscriptions are described by the operator's \
+        name, and Sluice's are "Delay" and "PrefixUntilOutput". The logs are compared with \
+        those descriptions replaced.
         """,
       explains: { scenario, sluice, openCombine in
-        scenario.operators.contains(.delayImmediate)
-          && sluice == openCombine.map(describingDelayByName)
+        scenario.operators.contains(where: \.hasNamelessOpenCombineSubscription)
+          && sluice == openCombine.map(describingNamelessByName)
       }),
     KnownDivergence(
       kind: .sluiceOnPurpose,
-      name: "nothing is forwarded to an upstream subscription after that upstream completed",
+      name: "receive(on:) and delay deliver nothing inside the subscriber's "
+        + "receive(subscription:)",
+      evidence: """
+        README, "Where Sluice differs from Combine, on purpose": signals stay serial, so a \
+        value that reaches receive(on:) or delay (on ImmediateScheduler) while the subscriber's \
+        first request is still inside its receive(subscription:) is delivered right after that \
+        returns. Combine delivers it inside, so what the source does meanwhile (a Concatenate \
+        subscribing its next publisher) is logged after the value there, before it here. The \
+        subscriber's and the source's logs are each the same.
+        """,
+      explains: { scenario, sluice, openCombine in
+        scenario.operators.contains(where: \.hopsToScheduler)
+          && subscriberSide(sluice) == subscriberSide(openCombine)
+          && sourceSide(sluice) == sourceSide(openCombine)
+      }),
+    KnownDivergence(
+      kind: .sluiceOnPurpose,
+      name: "nothing is forwarded to an upstream subscription after that upstream completed, "
+        + "and no demand is answered for a value that arrives after it was cancelled",
       evidence: """
         README, "Where Sluice differs from Combine, on purpose": nothing passes after \
         termination. Combine (and OpenCombine) pass later requests and cancels on to an \
-        upstream that has already completed.
+        upstream that has already completed, and answer demand for a value that arrives while \
+        its subscriber cancels (buffer(.keepFull) answers .max(1)).
         """,
       explains: { _, sluice, openCombine in
         withoutSignalsAfterEnd(sluice) == withoutSignalsAfterEnd(openCombine)
@@ -113,15 +154,17 @@ public struct KnownDivergence: Sendable {
   ]
 
   /// The first known divergence that explains the difference, if any. OpenCombine's nameless
-  /// Delay subscription is set aside first, so it can combine with any other divergence.
+  /// subscriptions are set aside first, so they can combine with any other divergence.
   public static func explaining(
     _ scenario: Scenario, sluice: [String], openCombine: [String]
   ) -> KnownDivergence? {
     if let found = all.first(where: { $0.explains(scenario, sluice, openCombine) }) {
       return found
     }
-    guard scenario.operators.contains(.delayImmediate) else { return nil }
-    let named = openCombine.map(describingDelayByName)
+    guard scenario.operators.contains(where: \.hasNamelessOpenCombineSubscription) else {
+      return nil
+    }
+    let named = openCombine.map(describingNamelessByName)
     return all.first { $0.explains(scenario, sluice, named) }
   }
 }
@@ -160,14 +203,65 @@ func firstDifference(_ sluice: [String], _ other: [String]) -> (sluice: String?,
   return (nil, nil)
 }
 
+/// What the subscriber saw.
+func subscriberSide(_ log: [String]) -> [String] { log.filter { $0.hasPrefix("sub ") } }
+
+/// What the source saw, with consecutive requests summed and without requests made after it
+/// was asked for `.unlimited` (how demand is split into requests depends on when the source was
+/// subscribed; the total is the same).
+func sourceSide(_ log: [String]) -> [String] {
+  var unlimited = Set<Substring>()
+  var result: [String] = []
+  var pending: (link: Substring, count: Int)?
+  func flush() {
+    if let (link, count) = pending { result.append("\(link) request max(\(count))") }
+    pending = nil
+  }
+  for line in log {
+    guard line.hasPrefix("src"), let space = line.firstIndex(of: " ") else { continue }
+    let link = line[..<space]
+    let event = line[line.index(after: space)...]
+    guard event.hasPrefix("request") else {
+      flush()
+      result.append(line)
+      continue
+    }
+    if unlimited.contains(link) { continue }
+    if event == "request unlimited" {
+      flush()
+      unlimited.insert(link)
+      result.append(line)
+    } else if let count = Int(event.dropFirst("request max(".count).dropLast()) {
+      if let current = pending, current.link != link { flush() }
+      pending = (link, (pending?.count ?? 0) + count)
+    }
+  }
+  flush()
+  return result
+}
+
+/// The index of the first line where the logs differ.
+func firstDifferenceIndex(_ sluice: [String], _ other: [String]) -> Int {
+  (0..<min(sluice.count, other.count)).first { sluice[$0] != other[$0] }
+    ?? min(sluice.count, other.count)
+}
+
+/// Whether `log[index]` delivers the same value (and answer) as the value delivered before it
+/// (a replacement delivered again; later operators may have mapped it).
+func repeatsPreviousValue(_ log: [String], at index: Int) -> Bool {
+  guard index < log.count, log[index].hasPrefix("sub value") else { return false }
+  return log[..<index].last { $0.hasPrefix("sub value") } == log[index]
+}
+
 /// A log line with OpenCombine's type-name description of its Delay subscription replaced by
 /// "Delay".
-func describingDelayByName(_ line: String) -> String {
+func describingNamelessByName(_ line: String) -> String {
   for marker in ["sub subscription ", "subscribed by "] {
-    guard let start = line.firstRange(of: marker),
-      line[start.upperBound...].hasPrefix("OpenCombine.Publishers.Delay<")
-    else { continue }
-    return String(line[..<start.upperBound]) + "Delay"
+    guard let start = line.firstRange(of: marker) else { continue }
+    for name in ["Delay", "PrefixUntilOutput"]
+    where line[start.upperBound...].hasPrefix("OpenCombine.Publishers.\(name)<") {
+      return String(line[..<start.upperBound]) + name
+    }
   }
   return line
 }
@@ -185,15 +279,22 @@ func isCompletion(_ line: String) -> Bool {
 /// The log without requests and cancels that reached a source subscription after it completed.
 func withoutSignalsAfterEnd(_ log: [String]) -> [String] {
   var ended = Set<Substring>()
-  return log.filter { line in
-    guard line.hasPrefix("src#"), let space = line.firstIndex(of: " ") else { return true }
+  var cancelled = Set<Substring>()
+  return log.compactMap { line in
+    guard line.hasPrefix("src#"), let space = line.firstIndex(of: " ") else { return line }
     let link = line[..<space]
     let event = line[line.index(after: space)...]
     if event == "finished" || event.hasPrefix("failure") {
       ended.insert(link)
-      return true
+      return line
+    }
+    // The demand answered for a value that arrives while it is being cancelled: Sluice answers
+    // none, Combine's operators (and OpenCombine's) what they would have asked for.
+    if cancelled.contains(link), event.hasPrefix("sent "), let got = line.firstRange(of: ", got ") {
+      return String(line[..<got.lowerBound])
     }
     let isSignal = event.hasPrefix("request") || event == "cancel"
-    return !(isSignal && ended.contains(link))
+    if event == "cancel" { cancelled.insert(link) }
+    return isSignal && ended.contains(link) ? nil : line
   }
 }

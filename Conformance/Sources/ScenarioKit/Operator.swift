@@ -6,7 +6,10 @@
 /// built but not generated: OpenCombine's SubscribeOn holds a non-recursive lock while it
 /// requests from its upstream, so an upstream that delivers synchronously inside `request` (a
 /// reducing operator, with `ImmediateScheduler`) makes OpenCombine abort with "Resource
-/// deadlock avoided" (seed 27338 did: collect() → subscribe(on:) → retry(0)).
+/// deadlock avoided" (seed 27338 did: collect() → subscribe(on:) → retry(0)). OpenCombine 0.14
+/// has no `merge` or `combineLatest`, and its `Zip` crashes (an unowned reference to a released
+/// child subscriber) when an upstream finishes while it delivers (seed 6509: first → zip): the
+/// tests cover them. `zipSequence` is built but not generated.
 public enum Operator: Sendable, Hashable, CustomStringConvertible {
   case map, filter, compactMap, scan, removeDuplicates, ignoreOutput, handleEvents, breakpoint
   case mapError, first, last, collectAll, reduce, count, min, max
@@ -20,6 +23,10 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
   case receiveOnImmediate, subscribeOnImmediate, debounceImmediate, delayImmediate
   case switchToLatestJust
   case flatMapJust(Int), flatMapSequence(Int)
+  case appendValues, prependValues, appendJust, zipSequence
+  case dropUntilJust, prefixUntilNever, share, measureIntervalImmediate
+  case throttleImmediate(latest: Bool)
+  case buffer(size: Int, keepFull: Bool, whenFull: Int)
 
   public var description: String {
     switch self {
@@ -77,6 +84,19 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
       "flatMap(maxPublishers: \(k == 0 ? "unlimited" : "max(\(k))")) { Just }"
     case .flatMapSequence(let k):
       "flatMap(maxPublishers: \(k == 0 ? "unlimited" : "max(\(k))")) { [v, v + 100] }"
+    case .appendValues: "append(-2, -3)"
+    case .prependValues: "prepend(-4)"
+    case .appendJust: "append(Just(-5))"
+    case .zipSequence: "zip([0, 10, 20, 30, 40].publisher) { $0 + $1 }"
+    case .dropUntilJust: "drop(untilOutputFrom: Just(0))"
+    case .prefixUntilNever: "prefix(untilOutputFrom: Empty(completeImmediately: false))"
+    case .share: "share()"
+    case .measureIntervalImmediate: "measureInterval(using: ImmediateScheduler).map { _ in 7 }"
+    case .throttleImmediate(let latest):
+      "throttle(for: 0, scheduler: ImmediateScheduler, latest: \(latest))"
+    case .buffer(let size, let keepFull, let whenFull):
+      "buffer(size: \(size), prefetch: \(keepFull ? ".keepFull" : ".byRequest"), whenFull: "
+        + "\(["dropNewest", "dropOldest", "customError(E50)"][whenFull]))"
     }
   }
 
@@ -95,6 +115,10 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
       .tryAllSatisfy(k), .tryReduce(k), .catchJust, .tryCatchJust, .replaceError,
       .retry(small), .receiveOnImmediate, .debounceImmediate, .delayImmediate,
       .switchToLatestJust, .flatMapJust(small), .flatMapSequence(small),
+      .appendValues, .prependValues, .appendJust,
+      .dropUntilJust, .prefixUntilNever, .share, .measureIntervalImmediate,
+      .throttleImmediate(latest: k % 2 == 0),
+      .buffer(size: 1 + small, keepFull: k % 2 == 0, whenFull: k % 3),
     ]
     return all[random.next(upTo: all.count)]
   }
@@ -103,6 +127,29 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
   var requestsReentrantly: Bool {
     switch self {
     case .retry, .flatMapJust, .flatMapSequence: true
+    default: false
+    }
+  }
+}
+
+extension Operator {
+  /// Whether OpenCombine's subscription for this operator describes itself by its type name.
+  var hasNamelessOpenCombineSubscription: Bool {
+    switch self {
+    case .delayImmediate, .prefixUntilNever: true
+    default: false
+    }
+  }
+
+  /// Whether this is a buffer that fails when full.
+  var failsWhenFull: Bool {
+    if case .buffer(_, _, let whenFull) = self { whenFull == 2 } else { false }
+  }
+
+  /// Whether the operator delivers through a scheduler action (on ImmediateScheduler here).
+  var hopsToScheduler: Bool {
+    switch self {
+    case .receiveOnImmediate, .delayImmediate: true
     default: false
     }
   }

@@ -339,5 +339,36 @@ func apply(_ op: Operator, to upstream: AnyPublisher<Int, TestError>)
     return upstream.flatMap(maxPublishers: k == 0 ? .unlimited : .max(k)) {
       [$0, $0 + 100].publisher.setFailureType(to: TestError.self)
     }.eraseToAnyPublisher()
+  case .appendValues: return upstream.append(-2, -3).eraseToAnyPublisher()
+  case .prependValues: return upstream.prepend(-4).eraseToAnyPublisher()
+  case .appendJust:
+    return upstream.append(Just(-5).setFailureType(to: TestError.self)).eraseToAnyPublisher()
+  case .zipSequence:
+    return upstream.zip([0, 10, 20, 30, 40].publisher.setFailureType(to: TestError.self)) {
+      $0 + $1
+    }.eraseToAnyPublisher()
+  case .dropUntilJust:
+    return upstream.drop(untilOutputFrom: Just(0).setFailureType(to: TestError.self))
+      .eraseToAnyPublisher()
+  case .prefixUntilNever:
+    return upstream.prefix(untilOutputFrom: Empty<Int, TestError>(completeImmediately: false))
+      .eraseToAnyPublisher()
+  case .share: return upstream.share().eraseToAnyPublisher()
+  case .measureIntervalImmediate:
+    return upstream.measureInterval(using: ImmediateScheduler.shared).map { _ in 7 }
+      .eraseToAnyPublisher()
+  case .throttleImmediate(let latest):
+    return upstream.throttle(for: .zero, scheduler: ImmediateScheduler.shared, latest: latest)
+      .eraseToAnyPublisher()
+  case .buffer(let size, let keepFull, let whenFull):
+    let strategy: Publishers.BufferingStrategy<TestError> =
+      switch whenFull {
+      case 0: .dropNewest
+      case 1: .dropOldest
+      default: .customError { TestError(code: 50) }
+      }
+    return upstream.buffer(
+      size: size, prefetch: keepFull ? .keepFull : .byRequest, whenFull: strategy
+    ).eraseToAnyPublisher()
   }
 }

@@ -1,6 +1,7 @@
 import Dispatch
 import SluiceCore
 import SluiceTesting
+import Synchronization
 import Testing
 
 @Suite("PassthroughSubject")
@@ -137,6 +138,26 @@ struct PassthroughSubjectTests {
       #expect(upstream.requests == [.unlimited])
       recorder.cancel()
     }
+  }
+
+  @Test func aValueSentWhileTheUpstreamIsOpenedIsDeliveredInsideThatRequest() {
+    // The upstream answers the subject's `.unlimited` with a value, finishes its first part and
+    // subscribes its second, all inside the request: the value reaches the subscriber before
+    // the second part is subscribed, as in Combine.
+    let log = Mutex<[String]>([])
+    let subject = PassthroughSubject<Int, Never>()
+    let connection = [-4].publisher
+      .append(
+        Deferred {
+          log.withLock { $0.append("second part subscribed") }
+          return Empty<Int, Never>()
+        }
+      )
+      .subscribe(subject)
+    let cancellable = subject.sink { value in log.withLock { $0.append("value \(value)") } }
+    #expect(log.withLock { $0 } == ["value -4", "second part subscribed"])
+    cancellable.cancel()
+    connection.cancel()
   }
 
   @Test func currentValueSubjectAsksItsUpstreamAtOnce() {

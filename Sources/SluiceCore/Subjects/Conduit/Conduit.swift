@@ -88,8 +88,10 @@ final class Conduit<Downstream: Subscriber>: Subscription,
     demand.assertNonZero(for: description)
     let demand = demandIsOnOff ? .unlimited : demand
     let (drains, parent) = state.withLock { ($0.requested(demand), $0.firstRequest()) }
-    parent?.downstreamRequested()
     if drains { drain(adding: .none) }
+    // After draining: a value the upstream sends while it is asked for `.unlimited` then finds
+    // this conduit idle and is delivered at once, in order with the upstream's other effects.
+    parent?.downstreamRequested()
   }
 
   @inlinable

@@ -1,0 +1,204 @@
+public import Foundation
+public import SluiceCore
+
+#if canImport(FoundationNetworking)
+  public import FoundationNetworking
+#endif
+
+extension URLSession {
+  /// Sluice's networking publishers, under a name of their own so that they never clash with
+  /// Foundation's on platforms where Foundation has Combine's (write
+  /// `session.sluice.dataTaskPublisher(for: url)` there). Where Combine does not exist (Linux),
+  /// `URLSession.DataTaskPublisher` and `session.dataTaskPublisher(for:)` name them directly, as in
+  /// Combine.
+  public struct Sluice: Sendable {
+    /// The session the publishers run their tasks on.
+    public let session: URLSession
+
+    /// Sluice's publishers for `session`.
+    public init(_ session: URLSession) { self.session = session }
+
+    /// A publisher of one data task's result: the body and response when the task completes,
+    /// then `.finished`; or the task's `URLError` — Combine's `URLSession.DataTaskPublisher`.
+    ///
+    /// **Demand**: each subscription creates and resumes its own task on the subscriber's first
+    /// request (so a subscriber that never requests costs no network traffic), and publishes one
+    /// value. **Ordering**: the value and the completion come on the session's delegate queue,
+    /// one after the other. **Cancellation** cancels the task if it runs, and releases the
+    /// subscriber at once; nothing is delivered afterwards, not even the task's
+    /// `.cancelled` error.
+    ///
+    /// A body-less response publishes empty `Data`. An error that is not a `URLError` fails with
+    /// `URLError(.unknown)` whose `NSUnderlyingErrorKey` holds it.
+    public struct DataTaskPublisher: SluiceCore.Publisher, Sendable {
+      public typealias Output = (data: Data, response: URLResponse)
+      public typealias Failure = URLError
+
+      /// The request each subscription's task loads.
+      public let request: URLRequest
+      /// The session that runs the tasks.
+      public let session: URLSession
+
+      /// A publisher that loads `request` on `session`, once per subscription.
+      public init(request: URLRequest, session: URLSession) {
+        self.request = request
+        self.session = session
+      }
+
+      public func receive<S: Subscriber>(subscriber: S)
+      where S.Input == Output, S.Failure == URLError {
+        subscriber.receive(subscription: DataTaskSubscription(parent: self, downstream: subscriber))
+      }
+    }
+
+    /// A publisher of the result of loading `url`; see ``DataTaskPublisher``.
+    public func dataTaskPublisher(for url: URL) -> DataTaskPublisher {
+      dataTaskPublisher(for: URLRequest(url: url))
+    }
+
+    /// A publisher of the result of loading `request`; see ``DataTaskPublisher``.
+    public func dataTaskPublisher(for request: URLRequest) -> DataTaskPublisher {
+      DataTaskPublisher(request: request, session: session)
+    }
+  }
+
+  /// Sluice's publishers for this session (the only way to name them where Foundation has
+  /// Combine's own).
+  public var sluice: Sluice { Sluice(self) }
+
+  #if !canImport(Combine)
+    /// Combine's name for ``URLSession/Sluice/DataTaskPublisher``.
+    public typealias DataTaskPublisher = Sluice.DataTaskPublisher
+
+    /// A publisher of the result of loading `url`: one `(data, response)` value and
+    /// `.finished`, or a `URLError`; see ``URLSession/Sluice/DataTaskPublisher``.
+    public func dataTaskPublisher(for url: URL) -> DataTaskPublisher {
+      sluice.dataTaskPublisher(for: url)
+    }
+
+    /// A publisher of the result of loading `request`: one `(data, response)` value and
+    /// `.finished`, or a `URLError`; see ``URLSession/Sluice/DataTaskPublisher``.
+    public func dataTaskPublisher(for request: URLRequest) -> DataTaskPublisher {
+      sluice.dataTaskPublisher(for: request)
+    }
+  #endif
+}
+
+/// One subscriber's data task: `"DataTaskPublisher"`, mirror `task, downstream, parent, demand`.
+///
+/// States: `idle(parent, downstream)` → `starting` → `running(task)` → `ended`.
+/// | event | idle | starting | running | ended |
+/// |---|---|---|---|---|
+/// | `request(n)` | starting: create the task (unlocked), then running and resume it | add demand | add demand | nothing |
+/// | the task completes | — | — | ended: deliver the value and `.finished`, or the failure | ignored |
+/// | `cancel()` | ended | ended: the task created is dropped unresumed | ended: cancel the task | nothing |
+private final class DataTaskSubscription<Downstream: Subscriber>: Subscription,
+  CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
+  @unchecked Sendable
+where Downstream.Input == (data: Data, response: URLResponse), Downstream.Failure == URLError {
+  // Safety: all mutable state is in `state`'s lock; the session, the task and the downstream are
+  // called after unlocking. The downstream receives signals only from the task's one completion
+  // handler, after the state ended, so they are serial and happen once.
+  typealias Parent = URLSession.Sluice.DataTaskPublisher
+
+  enum Phase {
+    case idle
+    case starting
+    case running(URLSessionDataTask)
+    case ended
+  }
+
+  struct State {
+    var phase = Phase.idle
+    var parent: Parent?
+    var downstream: Downstream?
+    var demand = Subscribers.Demand.none
+
+    /// Ends the subscription and hands back what it held, to be released after unlocking.
+    mutating func end() -> (Downstream?, URLSessionDataTask?) {
+      defer {
+        phase = .ended
+        parent = nil
+        downstream = nil
+        demand = .none
+      }
+      if case .running(let task) = phase { return (downstream, task) }
+      return (downstream, nil)
+    }
+  }
+
+  let state: Lock<State>
+
+  init(parent: Parent, downstream: Downstream) {
+    state = Lock(State(parent: parent, downstream: downstream))
+  }
+
+  func request(_ demand: Subscribers.Demand) {
+    demand.assertNonZero(for: description)
+    let parent = state.withLock { state -> Parent? in
+      guard let parent = state.parent else { return nil }
+      state.demand += demand
+      guard case .idle = state.phase else { return nil }
+      state.phase = .starting
+      return parent
+    }
+    guard let parent else { return }
+    // The task keeps this subscription until it completes (and its handler is released).
+    // Safety: `completed` is thread-safe; the handler is wrapped only because the subscription's
+    // generic metatype is not `Sendable`.
+    let handler = UncheckedSendable<(Data?, URLResponse?, (any Error)?) -> Void>(completed)
+    let task = parent.session.dataTask(with: parent.request) { data, response, error in
+      handler.value(data, response, error)
+    }
+    let started = state.withLock { state -> Bool in
+      guard case .starting = state.phase else { return false }
+      state.phase = .running(task)
+      return true
+    }
+    if started { task.resume() }
+  }
+
+  private func completed(data: Data?, response: URLResponse?, error: (any Error)?) {
+    let downstream = state.withLock { state -> Downstream? in
+      guard case .running = state.phase else { return nil }
+      return state.end().0
+    }
+    guard let downstream else { return }
+    switch (response, error) {
+    case (let response?, nil):
+      _ = downstream.receive((data ?? Data(), response))
+      downstream.receive(completion: .finished)
+    case (_, let error as URLError):
+      downstream.receive(completion: .failure(error))
+    case (_, let error?):
+      downstream.receive(
+        completion: .failure(URLError(.unknown, userInfo: [NSUnderlyingErrorKey: error])))
+    case (nil, nil):
+      downstream.receive(completion: .failure(URLError(.unknown)))
+    }
+  }
+
+  func cancel() {
+    let (downstream, task) = state.withLock { $0.end() }
+    // FoundationNetworking (Linux) can trap when a task that has already completed is
+    // cancelled; one that says so is left alone (its handler then finds this subscription ended).
+    if let task, task.state != .completed { task.cancel() }
+    withExtendedLifetime(downstream) {}
+  }
+
+  var description: String { "DataTaskPublisher" }
+  var customMirror: Mirror {
+    let (phase, parent, downstream, demand) = state.withLock {
+      ($0.phase, $0.parent, $0.downstream, $0.demand)
+    }
+    var task: URLSessionDataTask?
+    if case .running(let running) = phase { task = running }
+    return Mirror(
+      self,
+      children: [
+        ("task", task as Any), ("downstream", downstream as Any), ("parent", parent as Any),
+        ("demand", demand),
+      ])
+  }
+  var playgroundDescription: Any { description }
+}

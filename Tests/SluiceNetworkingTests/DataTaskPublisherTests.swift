@@ -1,0 +1,164 @@
+import Foundation
+import Sluice
+import SluiceNetworking
+import SluiceTesting
+import Testing
+
+#if canImport(FoundationNetworking)
+  import FoundationNetworking
+#endif
+
+/// `URLSession.DataTaskPublisher`, against real `URLSession` tasks answered by ``StubProtocol``.
+@Suite("URLSession.DataTaskPublisher")
+struct DataTaskPublisherTests {
+  let session = StubProtocol.session()
+
+  func url(_ path: String) -> URL { URL(string: "stub://test.\(UUID().uuidString)/\(path)")! }
+
+  /// Polls `condition` until it holds (the session calls back on its own queue).
+  func eventually(_ condition: () -> Bool) async throws {
+    for _ in 0..<1_000 where !condition() { try await Task.sleep(for: .milliseconds(5)) }
+  }
+
+  @Test func publishesTheBodyAndResponseThenFinishes() async throws {
+    let url = url("ok/hello")
+    let recorder = RecordingSubscriber<(data: Data, response: URLResponse), URLError>()
+    let checker = RuleChecker()
+    session.dataTaskPublisher(for: url).checkingRules(checker).subscribe(recorder)
+    await recorder.waitForCompletion()
+    #expect(recorder.values.count == 1)
+    let (data, response) = try #require(recorder.values.first)
+    #expect(String(decoding: data, as: UTF8.self) == "hello")
+    #expect((response as? HTTPURLResponse)?.statusCode == 200)
+    #expect(response.url == url)
+    #expect(recorder.completion == .finished)
+    #expect(checker.violations.isEmpty)
+    #expect(StubProtocol.counts(for: url).started == 1)
+  }
+
+  @Test func describesItselfAsCombineDoes() throws {
+    let recorder = RecordingSubscriber<(data: Data, response: URLResponse), URLError>(
+      initialDemand: .none)
+    let publisher = session.dataTaskPublisher(for: URLRequest(url: url("hang")))
+    #expect(publisher.session === session)
+    #expect(publisher.request.url?.lastPathComponent == "hang")
+    publisher.subscribe(recorder)
+    let subscription = try #require(recorder.subscription)
+    #expect(String(describing: subscription) == "DataTaskPublisher")
+    let labels = Mirror(reflecting: subscription).children.map(\.label)
+    #expect(labels == ["task", "downstream", "parent", "demand"])
+    recorder.cancel()
+  }
+
+  @Test func startsTheTaskOnTheFirstRequestOnly() async throws {
+    let url = url("ok/lazy")
+    let recorder = RecordingSubscriber<(data: Data, response: URLResponse), URLError>(
+      initialDemand: .none)
+    session.dataTaskPublisher(for: url).subscribe(recorder)
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(StubProtocol.counts(for: url).started == 0)
+    #expect(recorder.values.isEmpty)
+    recorder.request(.max(1))
+    recorder.request(.max(3))  // a second request does not start a second task
+    await recorder.waitForCompletion()
+    #expect(StubProtocol.counts(for: url).started == 1)
+    #expect(recorder.values.count == 1)
+  }
+
+  @Test func everySubscriptionLoadsAgain() async throws {
+    let url = url("ok/twice")
+    let publisher = session.dataTaskPublisher(for: url).map(\.data)
+    let first = try await publisher.firstValue()
+    let second = try await publisher.firstValue()
+    #expect(first == second)
+    #expect(StubProtocol.counts(for: url).started == 2)
+  }
+
+  @Test func aURLErrorFailsThePublisher() async {
+    let url = url("fail/offline")
+    let recorder = RecordingSubscriber<(data: Data, response: URLResponse), URLError>()
+    session.dataTaskPublisher(for: url).subscribe(recorder)
+    await recorder.waitForCompletion()
+    #expect(recorder.values.isEmpty)
+    guard case .failure(let error) = recorder.completion else {
+      Issue.record("expected a failure, got \(String(describing: recorder.completion))")
+      return
+    }
+    #expect(error.code == .notConnectedToInternet)
+  }
+
+  @Test func cancellingStopsTheTaskAndDeliversNothing() async throws {
+    let url = url("hang")
+    let recorder = RecordingSubscriber<(data: Data, response: URLResponse), URLError>()
+    session.dataTaskPublisher(for: url).subscribe(recorder)
+    try await eventually { StubProtocol.counts(for: url).started == 1 }
+    #expect(StubProtocol.counts(for: url).started == 1)
+    recorder.cancel()
+    recorder.cancel()
+    try await eventually { StubProtocol.counts(for: url).stopped == 1 }
+    #expect(StubProtocol.counts(for: url).stopped == 1)
+    try await Task.sleep(for: .milliseconds(50))
+    // Not even the task's `.cancelled` error reaches the subscriber.
+    #expect(recorder.events.count == 1)
+  }
+
+  @Test func cancellingBeforeTheFirstRequestNeverLoads() async throws {
+    let url = url("ok/never")
+    let recorder = RecordingSubscriber<(data: Data, response: URLResponse), URLError>(
+      initialDemand: .none)
+    session.dataTaskPublisher(for: url).subscribe(recorder)
+    recorder.cancel()
+    recorder.request(.max(1))
+    try await Task.sleep(for: .milliseconds(100))
+    #expect(StubProtocol.counts(for: url).started == 0)
+    #expect(recorder.events.count == 1)
+  }
+
+  @Test func concurrentRequestsAndCancelsStartAtMostOneTask() async throws {
+    // Tasks that only cancellation ends: FoundationNetworking traps when a task is cancelled
+    // while it completes through a custom `URLProtocol` (its bug, not this publisher's).
+    for round in 0..<50 {
+      let url = url("hang/\(round)")
+      let checker = RuleChecker()
+      let recorder = RecordingSubscriber<(data: Data, response: URLResponse), URLError>(
+        initialDemand: .none)
+      session.dataTaskPublisher(for: url).checkingRules(checker).subscribe(recorder)
+      DispatchQueue.concurrentPerform(iterations: 8) { thread in
+        if thread == 5 { recorder.cancel() } else { recorder.request(.max(1)) }
+      }
+      recorder.cancel()
+      try await Task.sleep(for: .milliseconds(2))
+      try await eventually {
+        let counts = StubProtocol.counts(for: url)
+        return counts.started == counts.stopped
+      }
+      let counts = StubProtocol.counts(for: url)
+      #expect(counts.started <= 1)
+      #expect(counts.stopped == counts.started)  // a task that started was cancelled
+      #expect(recorder.values.isEmpty)
+      #expect(recorder.events.count == 1)
+      #expect(checker.violations.isEmpty)
+    }
+  }
+
+  @Test func awaitedAsAnAppWould() async throws {
+    actor Loader {
+      let session: URLSession
+      var texts: [String] = []
+      init(session: URLSession) { self.session = session }
+      func load(_ url: URL) async throws {
+        for try await text in session.dataTaskPublisher(for: url)
+          .map({ String(decoding: $0.data, as: UTF8.self) })
+          .replaceError(with: "offline")
+          .values
+        {
+          texts.append(text)
+        }
+      }
+    }
+    let loader = Loader(session: session)
+    try await loader.load(url("ok/first"))
+    try await loader.load(url("fail/offline"))
+    #expect(await loader.texts == ["first", "offline"])
+  }
+}
