@@ -55,3 +55,59 @@ private func deliverIsolated<A: Actor, Output, Failure: Error>(
     receiveCompletion(actor, .failure(error))
   }
 }
+
+extension Publisher {
+  /// ``sink(isolatedTo:bufferingPolicy:receiveCompletion:receiveValue:)`` for the main actor,
+  /// with `@MainActor` closures: they can read and write main-actor state (a view model's
+  /// properties) directly, which a closure taking `isolated A` cannot, since the type checker
+  /// does not treat a generic isolated parameter as the main actor.
+  ///
+  /// ```swift
+  /// @MainActor final class SearchModel {
+  ///   var results: [String] = []
+  ///   var cancellable: AnyCancellable?
+  ///   func start(_ search: some Publisher<[String], Never>) {
+  ///     cancellable = search.sink(isolatedTo: MainActor.shared) { _, found in
+  ///       self.results = found
+  ///     }
+  ///   }
+  /// }
+  /// ```
+  ///
+  /// **Demand**, **ordering** and **cancellation** as the generic form's.
+  public func sink(
+    isolatedTo actor: MainActor,
+    bufferingPolicy: AsyncBufferingPolicy? = nil,
+    receiveCompletion: @escaping @MainActor (MainActor, Subscribers.Completion<Failure>) -> Void =
+      { _, _ in },
+    receiveValue: @escaping @MainActor (MainActor, Output) -> Void
+  ) -> AnyCancellable {
+    let policy = bufferingPolicy ?? self.bufferingPolicy(otherwise: .prefetch(64))
+    let owner = values(bufferingPolicy: policy).makeAsyncIterator().owner
+    let task = Task { @MainActor in
+      await deliverOnMainActor(
+        from: owner, receiveValue: receiveValue, receiveCompletion: receiveCompletion)
+    }
+    return AnyCancellable {
+      task.cancel()
+      owner.bridge.cancel()
+    }
+  }
+}
+
+/// The main-actor sink's task: hands each value to `receiveValue` on the main actor.
+@MainActor
+private func deliverOnMainActor<Output, Failure: Error>(
+  from owner: IteratorOwner<Output, Failure>,
+  receiveValue: @MainActor (MainActor, Output) -> Void,
+  receiveCompletion: @MainActor (MainActor, Subscribers.Completion<Failure>) -> Void
+) async {
+  do throws(Failure) {
+    while let value = try await owner.bridge.next(isolation: MainActor.shared) {
+      receiveValue(MainActor.shared, value)
+    }
+    if !Task.isCancelled { receiveCompletion(MainActor.shared, .finished) }
+  } catch {
+    receiveCompletion(MainActor.shared, .failure(error))
+  }
+}

@@ -2,7 +2,7 @@
 public enum PublisherValueError: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
   /// The publisher finished without sending a value.
   case noValue
-  /// ``Publisher/singleValue()`` received a second value.
+  /// ``Publisher/singleValue(isolation:)`` received a second value.
   case moreThanOneValue
 
   public var description: String {
@@ -19,20 +19,26 @@ extension Publisher {
   /// **Demand**: `.max(1)`. Throws the publisher's failure, ``PublisherValueError/noValue`` if it
   /// finishes first, or `CancellationError` if the awaiting task is cancelled (which cancels
   /// the subscription).
-  public func firstValue() async throws -> Output {
+  ///
+  /// **Isolation**: runs in the caller's isolation (`isolation` defaults to it), so a chain
+  /// built on the main actor or in an actor is awaited there without crossing an isolation
+  /// boundary; its operators' closures run where the upstream sends, as with `sink`.
+  public func firstValue(isolation: isolated (any Actor)? = #isolation) async throws -> Output {
     var iterator = values(bufferingPolicy: .demandOne).makeAsyncIterator()
-    guard let value = try await iterator.next() else { throw Self.noValueError() }
+    guard let value = try await iterator.next(isolation: isolation) else {
+      throw Self.noValueError()
+    }
     return value
   }
 
   /// The last value the publisher sends before it finishes.
   ///
   /// **Demand**: `.unlimited`, keeping only the newest value (constant memory). Throws as
-  /// ``firstValue()``.
-  public func lastValue() async throws -> Output {
+  /// ``firstValue(isolation:)``, in the caller's isolation.
+  public func lastValue(isolation: isolated (any Actor)? = #isolation) async throws -> Output {
     var iterator = values(bufferingPolicy: .bufferingNewest(1)).makeAsyncIterator()
     var last: Output?
-    while let value = try await iterator.next() { last = value }
+    while let value = try await iterator.next(isolation: isolation) { last = value }
     try Self.throwIfCancelled()
     guard let last else { throw PublisherValueError.noValue }
     return last
@@ -42,11 +48,15 @@ extension Publisher {
   ///
   /// **Demand**: `.max(1)` at a time. Throws ``PublisherValueError/moreThanOneValue`` (and
   /// cancels the subscription) as soon as a second value arrives, and otherwise as
-  /// ``firstValue()``.
-  public func singleValue() async throws -> Output {
+  /// ``firstValue(isolation:)``, in the caller's isolation.
+  public func singleValue(isolation: isolated (any Actor)? = #isolation) async throws -> Output {
     var iterator = values(bufferingPolicy: .demandOne).makeAsyncIterator()
-    guard let value = try await iterator.next() else { throw Self.noValueError() }
-    if try await iterator.next() != nil { throw PublisherValueError.moreThanOneValue }
+    guard let value = try await iterator.next(isolation: isolation) else {
+      throw Self.noValueError()
+    }
+    if try await iterator.next(isolation: isolation) != nil {
+      throw PublisherValueError.moreThanOneValue
+    }
     try Self.throwIfCancelled()
     return value
   }
@@ -54,11 +64,12 @@ extension Publisher {
   /// Every value the publisher sends, once it finishes.
   ///
   /// **Demand**: `.unlimited`. Throws the publisher's failure, or `CancellationError` if the
-  /// awaiting task is cancelled (which cancels the subscription).
-  public func allValues() async throws -> [Output] {
+  /// awaiting task is cancelled (which cancels the subscription). Runs in the caller's
+  /// isolation, as ``firstValue(isolation:)``.
+  public func allValues(isolation: isolated (any Actor)? = #isolation) async throws -> [Output] {
     var iterator = values(bufferingPolicy: .unbounded).makeAsyncIterator()
     var all: [Output] = []
-    while let value = try await iterator.next() { all.append(value) }
+    while let value = try await iterator.next(isolation: isolation) { all.append(value) }
     try Self.throwIfCancelled()
     return all
   }
@@ -85,7 +96,7 @@ extension Future where Failure == Never {
   /// The future's value, once it is fulfilled, as in Combine.
   ///
   /// A future that cannot fail has no way to report cancellation, so, as in Combine, cancelling
-  /// the awaiting task does not end this wait: use ``Publisher/firstValue()`` for a wait that
+  /// the awaiting task does not end this wait: use ``Publisher/firstValue(isolation:)`` for a wait that
   /// cancellation ends.
   public var value: Output {
     get async {

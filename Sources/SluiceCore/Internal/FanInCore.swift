@@ -25,6 +25,7 @@
 /// | side failed | terminal, cancel the rest, fail | terminal, cancel the rest; the deliverer fails | drop |
 /// | `request(n)` | demand +n; ask every side for n; zip: drain | demand +n; ask the other sides (the delivering side gets it as its result) | ignore |
 /// | `cancel()` | terminal; cancel every side; release the downstream | same | nothing |
+@usableFromInline
 final class FanInCore<Slots: FanInSlots, Failure: Error, Downstream: Subscriber>: Subscription,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
@@ -32,6 +33,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
   // Safety: all mutable state is in `state`'s lock; sides and the downstream are called after
   // unlocking, the downstream only by the one thread the state lets deliver.
 
+  @usableFromInline
   enum Kind {
     /// Pairs the sides' values in order.
     case zip
@@ -39,34 +41,57 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     case combineLatest
   }
 
+  @usableFromInline
   struct State {
+    @usableFromInline
     let kind: Kind
+    @usableFromInline
     var downstream: Downstream?
+    @usableFromInline
     var slots = Slots()
+    @usableFromInline
     var sides: [(any Subscription)?] = Array(repeating: nil, count: Slots.arity)
+    @usableFromInline
     var finished = Array(repeating: false, count: Slots.arity)
+    @usableFromInline
     var demand = Subscribers.Demand.none
     /// Everything the downstream asked for so far (what a late side is asked for).
+    @usableFromInline
     var requested = Subscribers.Demand.none
+    @usableFromInline
     var terminal = false
     /// A failure that arrived while another thread delivered; that thread sends it.
+    @usableFromInline
     var failure: Subscribers.Completion<Failure>?
     /// Until the downstream makes its first request or returns from `receive(subscription:)`:
     /// completions wait (they must not reach it before its subscription).
+    @usableFromInline
     var holding = true
     /// Held while `holding`, then while a thread delivers.
+    @usableFromInline
     var delivering = true
     /// The side whose `receive(_:)` is delivering (its demand is returned, not requested).
+    @usableFromInline
     var deliveringSide: Int?
     /// Demand for the delivering side, returned from its `receive(_:)`.
+    @usableFromInline
     var owed = Subscribers.Demand.none
     /// combineLatest: a side sent while a value was delivered (the newest combination is next).
+    @usableFromInline
     var fresh = false
 
+    @inlinable
+    init(kind: Kind, downstream: Downstream) {
+      self.kind = kind
+      self.downstream = downstream
+    }
+
+    @inlinable
     var canDeliver: Bool { demand > 0 && slots.isComplete && (kind == .zip || fresh) }
 
     /// Whether nothing more can be combined: zip once a finished side has nothing left to
     /// pair, combineLatest once every side has finished.
+    @inlinable
     var isDone: Bool {
       switch kind {
       case .zip: finished.indices.contains { finished[$0] && !slots.hasValue(at: $0) }
@@ -75,6 +100,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     }
 
     /// Ends the operator: the sides to cancel (all but `except`), the downstream to signal.
+    @inlinable
     mutating func end(except: Int? = nil) -> ([any Subscription], Downstream?) {
       terminal = true
       let cancelling = sides.indices.compactMap { $0 == except ? nil : sides[$0] }
@@ -85,6 +111,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     }
 
     /// The sides to ask for demand now: every side but the delivering one, whose share is owed.
+    @inlinable
     mutating func ask(_ demand: Subscribers.Demand) -> [any Subscription] {
       requested += demand
       guard delivering, let side = deliveringSide else { return sides.compactMap { $0 } }
@@ -93,15 +120,19 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     }
   }
 
+  @usableFromInline
   enum Step {
     case deliver(Slots.Output, Downstream)
     case complete(Subscribers.Completion<Failure>, Downstream, cancelling: [any Subscription])
     case stop(owed: Subscribers.Demand)
   }
 
+  @usableFromInline
   let name: String
+  @usableFromInline
   let state: Lock<State>
 
+  @inlinable
   init(_ kind: Kind, downstream: Downstream) {
     name = kind == .zip ? "Zip" : "CombineLatest"
     state = Lock(State(kind: kind, downstream: downstream))
@@ -110,6 +141,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
   /// Runs a `zip` or `combineLatest` into `downstream`: `subscribeAll` subscribes the core to
   /// each upstream (Combine's order), then the downstream receives the subscription; signals
   /// that arrived meanwhile are delivered after that.
+  @inlinable
   static func combine(
     _ kind: Kind, into downstream: Downstream, _ subscribeAll: (FanInCore) -> Void
   ) {
@@ -125,6 +157,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
   }
 
   /// Subscribes the core to `upstream` as side `index`; `put` stores one of its values.
+  @inlinable
   func subscribe<P: Publisher>(
     _ upstream: P, index: Int, put: @escaping (inout Slots, P.Output) -> Void
   ) where P.Failure == Failure {
@@ -133,6 +166,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
 
   // MARK: Sides
 
+  @inlinable
   func receive(subscription: any Subscription, side: Int) {
     let asked = state.withLock { state -> Subscribers.Demand? in
       guard !state.terminal, state.sides[side] == nil, !state.finished[side] else { return nil }
@@ -143,6 +177,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     if asked > 0 { subscription.request(asked) }
   }
 
+  @inlinable
   func receive<Input>(_ value: Input, side: Int, put: (inout Slots, Input) -> Void)
     -> Subscribers.Demand
   {
@@ -165,6 +200,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     return drains ? drain(side: side) : .none
   }
 
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>, side: Int) {
     let (cancelling, downstream) = state.withLock {
       state -> ([any Subscription], Downstream?) in
@@ -192,6 +228,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
 
   // MARK: Downstream calls
 
+  @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: name)
     let (asking, drains) = state.withLock { state -> ([any Subscription], Bool) in
@@ -218,6 +255,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     if drains { _ = drain(side: nil) }
   }
 
+  @inlinable
   func cancel() {
     let (cancelling, released) = state.withLock { state -> ([any Subscription], Downstream?) in
       guard !state.terminal else { return ([], nil) }
@@ -232,7 +270,8 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
 
   /// Delivers combinations while there is demand; only the thread that set `delivering`.
   /// Returns the demand owed to `side` (the side whose value started this drain).
-  private func drain(side: Int?) -> Subscribers.Demand {
+  @inlinable
+  func drain(side: Int?) -> Subscribers.Demand {
     while true {
       let step = state.withLock { state -> Step in
         if state.terminal {
@@ -279,7 +318,9 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     }
   }
 
+  @inlinable
   var description: String { name }
+  @inlinable
   var customMirror: Mirror {
     let (downstream, sides, demand, buffers) = state.withLock {
       ($0.downstream, $0.sides, $0.demand, $0.slots.contents)
@@ -291,28 +332,49 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
         ("demand", demand), ("buffers", buffers),
       ])
   }
+  @inlinable
   var playgroundDescription: Any { description }
 }
 
 /// Subscribes a ``FanInCore`` to one of its upstreams.
+@usableFromInline
 struct FanInSide<Input, Slots: FanInSlots, Failure: Error, Downstream: Subscriber>: Subscriber,
   CustomStringConvertible, CustomPlaygroundDisplayConvertible
 where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
+  @usableFromInline
   let core: FanInCore<Slots, Failure, Downstream>
+  @usableFromInline
   let index: Int
+  @usableFromInline
   let put: (inout Slots, Input) -> Void
+
+  @inlinable
+  init(
+    core: FanInCore<Slots, Failure, Downstream>, index: Int,
+    put: @escaping (inout Slots, Input) -> Void
+  ) {
+    self.core = core
+    self.index = index
+    self.put = put
+  }
+  @usableFromInline
   let combineIdentifier = CombineIdentifier()
 
+  @inlinable
   func receive(subscription: any Subscription) {
     core.receive(subscription: subscription, side: index)
   }
+  @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
     core.receive(input, side: index, put: put)
   }
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     core.receive(completion: completion, side: index)
   }
 
+  @inlinable
   var description: String { core.name }
+  @inlinable
   var playgroundDescription: Any { description }
 }

@@ -20,6 +20,7 @@
 /// | a failure | terminal; cancel the rest; fail | same | drop |
 /// | `request(n)` | demand +n; drain (unlimited: ask every inner for `.unlimited`) | demand +n | ignore |
 /// | `cancel()` | terminal; cancel everything; release the downstream | same | nothing |
+@usableFromInline
 final class MergeCore<Output, Failure: Error, Downstream: Subscriber>: Subscription,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
@@ -27,25 +28,44 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   // Safety: all mutable state is in `state`'s lock; upstreams and the downstream are called
   // after unlocking, the downstream only by the one thread the state lets deliver.
 
+  @usableFromInline
   struct State {
+    @usableFromInline
     var downstream: Downstream?
+    @usableFromInline
     var terminal = false
+    @usableFromInline
     var delivering = false
+    @usableFromInline
     var demand = Subscribers.Demand.none
+    @usableFromInline
     var buffer = RingBuffer<(index: Int, value: Output)>()
+    @usableFromInline
     var inners: [Int: any Subscription] = [:]
     /// Inners subscribed to (or about to be) that have not finished.
+    @usableFromInline
     var liveInners = 0
+    @usableFromInline
     var outer: (any Subscription)?
+    @usableFromInline
     var outerFinished: Bool
+    @usableFromInline
     var nextIndex = 0
 
+    @inlinable
+    init(downstream: Downstream, outerFinished: Bool) {
+      self.downstream = downstream
+      self.outerFinished = outerFinished
+    }
+
     /// The live inners' subscriptions, oldest first.
+    @inlinable
     var innersInOrder: [any Subscription] {
       inners.sorted { $0.key < $1.key }.map(\.value)
     }
 
     /// Everything to cancel when the merge ends early: the inners oldest first, then the outer.
+    @inlinable
     mutating func end() -> [any Subscription] {
       terminal = true
       defer {
@@ -56,6 +76,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     }
 
     /// Whether the merge has finished normally (the caller sends `.finished`).
+    @inlinable
     mutating func finishedIfDone() -> Downstream? {
       guard !terminal, !delivering, outerFinished, liveInners == 0, buffer.isEmpty else {
         return nil
@@ -66,10 +87,14 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     }
   }
 
+  @usableFromInline
   let name: String
+  @usableFromInline
   let maxPublishers: Subscribers.Demand
+  @usableFromInline
   let state: Lock<State>
 
+  @inlinable
   init(name: String, downstream: Downstream, maxPublishers: Subscribers.Demand, hasOuter: Bool) {
     self.name = name
     self.maxPublishers = maxPublishers
@@ -78,6 +103,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
 
   /// Counts an inner about to be subscribed (so the merge does not finish before it does) and
   /// gives it its index; `nil` once the merge has ended.
+  @inlinable
   func willSubscribeInner() -> Int? {
     state.withLock { state in
       guard !state.terminal else { return nil }
@@ -88,6 +114,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   }
 
   /// Subscribes the core to `inner`, unless the merge has ended.
+  @inlinable
   func subscribe<P: Publisher>(_ inner: P) where P.Output == Output, P.Failure == Failure {
     guard let index = willSubscribeInner() else { return }
     inner.receive(subscriber: MergeInner(core: self, index: index))
@@ -95,6 +122,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
 
   // MARK: Outer publisher
 
+  @inlinable
   func receiveOuter(subscription: any Subscription) -> Bool {
     let accepted = state.withLock { state -> Bool in
       guard state.outer == nil, !state.terminal, !state.outerFinished else { return false }
@@ -105,6 +133,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     return accepted
   }
 
+  @inlinable
   func receiveOuter(completion: Subscribers.Completion<Failure>) {
     switch completion {
     case .finished:
@@ -120,10 +149,12 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   }
 
   /// For `merge`: every upstream has been subscribed to (the merge may finish from now on).
+  @inlinable
   func allInnersSubscribed() { receiveOuter(completion: .finished) }
 
   /// Runs a `merge` of fixed upstreams into `downstream`: hands it the subscription, lets
   /// `subscribeAll` subscribe the core to each upstream, then lets the merge finish.
+  @inlinable
   static func merge(
     into downstream: Downstream, _ subscribeAll: (MergeCore) -> Void
   ) {
@@ -136,6 +167,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
 
   // MARK: Inners
 
+  @inlinable
   func receiveInner(subscription: any Subscription, index: Int) {
     let demand = state.withLock { state -> Subscribers.Demand? in
       guard !state.terminal, state.inners[index] == nil else { return nil }
@@ -149,6 +181,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     subscription.request(demand)
   }
 
+  @inlinable
   func receiveInner(_ value: Output, index: Int) -> Subscribers.Demand {
     let drains = state.withLock { state -> Bool in
       guard !state.terminal else { return false }
@@ -164,6 +197,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     return deliveredOwn && state.withLock({ $0.demand }) != .unlimited ? .max(1) : .none
   }
 
+  @inlinable
   func receiveInner(completion: Subscribers.Completion<Failure>, index: Int) {
     switch completion {
     case .finished:
@@ -183,6 +217,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
 
   // MARK: Downstream calls
 
+  @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: name)
     let (drains, everyInner) = state.withLock { state -> (Bool, [any Subscription]) in
@@ -199,6 +234,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     for inner in everyInner { inner.request(.unlimited) }
   }
 
+  @inlinable
   func cancel() {
     let (cancelling, released) = state.withLock { state -> ([any Subscription], Downstream?) in
       guard !state.terminal else { return ([], nil) }
@@ -215,7 +251,8 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   /// The first value from inner `own` is this call's caller's: its "one more" is returned by
   /// the caller instead of requested here. Returns whether that value was delivered.
   @discardableResult
-  private func drain(returningFor own: Int?) -> Bool {
+  @inlinable
+  func drain(returningFor own: Int?) -> Bool {
     var own = own
     var deliveredOwn = false
     while true {
@@ -254,12 +291,16 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     return deliveredOwn
   }
 
+  @inlinable
   var description: String { name }
+  @inlinable
   var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  @inlinable
   var playgroundDescription: Any { description }
 
   /// Fails the merge: cancels everything but the upstream that failed.
-  private func fail(
+  @inlinable
+  func fail(
     _ completion: Subscribers.Completion<Failure>, exceptInner index: Int?, outerFailed: Bool
   ) {
     let (cancelling, downstream) = state.withLock {
@@ -276,24 +317,41 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
 }
 
 /// Subscribes a ``MergeCore`` to one inner publisher (or one of `merge`'s upstreams).
+@usableFromInline
 struct MergeInner<Output, Failure: Error, Downstream: Subscriber>: Subscriber,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible
 where Downstream.Input == Output, Downstream.Failure == Failure {
+  @usableFromInline
   typealias Input = Output
 
+  @usableFromInline
   let core: MergeCore<Output, Failure, Downstream>
+  @usableFromInline
   let index: Int
+
+  @inlinable
+  init(core: MergeCore<Output, Failure, Downstream>, index: Int) {
+    self.core = core
+    self.index = index
+  }
+  @usableFromInline
   let combineIdentifier = CombineIdentifier()
 
+  @inlinable
   func receive(subscription: any Subscription) {
     core.receiveInner(subscription: subscription, index: index)
   }
+  @inlinable
   func receive(_ input: Output) -> Subscribers.Demand { core.receiveInner(input, index: index) }
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     core.receiveInner(completion: completion, index: index)
   }
 
+  @inlinable
   var description: String { core.name }
+  @inlinable
   var customMirror: Mirror { Mirror(self, children: [("parentSubscription", core)]) }
+  @inlinable
   var playgroundDescription: Any { description }
 }

@@ -24,6 +24,7 @@ extension Publishers {
       self.b = b
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Output, S.Failure == Failure {
       FanInCore<Slots2<LatestSlot<A.Output>, LatestSlot<B.Output>>, Failure, S>.combine(
@@ -63,6 +64,7 @@ extension Publishers {
       self.c = c
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Output, S.Failure == Failure {
       FanInCore<
@@ -106,6 +108,7 @@ extension Publishers {
       self.d = d
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Output, S.Failure == Failure {
       FanInCore<

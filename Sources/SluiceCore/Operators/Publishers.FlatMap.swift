@@ -32,6 +32,7 @@ extension Publishers {
       self.transform = transform
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let core = MergeCore<Output, Failure, S>(
@@ -43,27 +44,46 @@ extension Publishers {
 }
 
 /// What `flatMap` subscribes to its upstream: each value becomes an inner publisher of the core.
+@usableFromInline
 struct FlatMapOuter<Input, Failure: Error, NewPublisher: Publisher, Downstream: Subscriber>:
   Subscriber, CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible
 where
   NewPublisher.Failure == Failure, Downstream.Input == NewPublisher.Output,
   Downstream.Failure == Failure
 {
+  @usableFromInline
   let core: MergeCore<NewPublisher.Output, Failure, Downstream>
+  @usableFromInline
   let transform: (Input) -> NewPublisher
+
+  @inlinable
+  init(
+    core: MergeCore<NewPublisher.Output, Failure, Downstream>,
+    transform: @escaping (Input) -> NewPublisher
+  ) {
+    self.core = core
+    self.transform = transform
+  }
+  @inlinable
   var combineIdentifier: CombineIdentifier { core.combineIdentifier }
 
+  @inlinable
   func receive(subscription: any Subscription) { _ = core.receiveOuter(subscription: subscription) }
+  @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
     core.subscribe(transform(input))
     return .none
   }
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     core.receiveOuter(completion: completion)
   }
 
+  @inlinable
   var description: String { core.description }
+  @inlinable
   var customMirror: Mirror { core.customMirror }
+  @inlinable
   var playgroundDescription: Any { description }
 }
 

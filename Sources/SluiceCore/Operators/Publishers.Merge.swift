@@ -19,6 +19,7 @@ extension Publishers {
       self.b = b
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       MergeCore<Output, Failure, S>.merge(into: subscriber) {
@@ -51,6 +52,7 @@ extension Publishers {
       self.c = c
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       MergeCore<Output, Failure, S>.merge(into: subscriber) {
@@ -87,6 +89,7 @@ extension Publishers {
       self.d = d
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       MergeCore<Output, Failure, S>.merge(into: subscriber) {
@@ -128,6 +131,7 @@ extension Publishers {
       self.e = e
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       MergeCore<Output, Failure, S>.merge(into: subscriber) {
@@ -174,6 +178,7 @@ extension Publishers {
       self.f = f
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       MergeCore<Output, Failure, S>.merge(into: subscriber) {
@@ -225,6 +230,7 @@ extension Publishers {
       self.g = g
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       MergeCore<Output, Failure, S>.merge(into: subscriber) {
@@ -281,6 +287,7 @@ extension Publishers {
       self.h = h
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       MergeCore<Output, Failure, S>.merge(into: subscriber) {

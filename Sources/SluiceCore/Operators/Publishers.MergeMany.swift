@@ -23,6 +23,7 @@ extension Publishers {
       publishers = Array(upstream)
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       MergeCore<Output, Failure, S>.merge(into: subscriber) { core in

@@ -23,6 +23,7 @@ extension Publishers {
       self.b = b
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Output, S.Failure == Failure {
       FanInCore<Slots2<QueueSlot<A.Output>, QueueSlot<B.Output>>, Failure, S>.combine(
@@ -61,6 +62,7 @@ extension Publishers {
       self.c = c
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Output, S.Failure == Failure {
       FanInCore<Slots3<QueueSlot<A.Output>, QueueSlot<B.Output>, QueueSlot<C.Output>>, Failure, S>
@@ -102,6 +104,7 @@ extension Publishers {
       self.d = d
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Output, S.Failure == Failure {
       FanInCore<
