@@ -16,7 +16,10 @@ func standardError(of result: ExitTest.Result?) -> String {
 }
 
 /// Waits until `condition` holds, yielding between checks; a safety net of `limit` yields.
-func eventually(limit: Int = 100_000, _ condition: () async -> Bool) async -> Bool {
+func eventually(
+  limit: Int = 100_000, isolation: isolated (any Actor)? = #isolation,
+  _ condition: () async -> Bool
+) async -> Bool {
   for _ in 0..<limit {
     if await condition() { return true }
     await Task.yield()

@@ -8,8 +8,9 @@ extension Publisher {
   /// the actor stays free for other work while the pipeline is idle.
   ///
   /// **Demand**: by `bufferingPolicy`; by default `.prefetch(64)` (backpressure: a slow actor
-  /// slows the upstream), or `.unbounded` for subjects (which cannot be slowed and would
-  /// otherwise drop values). **Ordering**: the publisher's. **Cancellation**: cancelling (or
+  /// slows the upstream), or `.unbounded` for hot publishers (``HotPublisher``: subjects,
+  /// `@Published`, operator chains over them), which cannot be slowed and would
+  /// otherwise drop values. **Ordering**: the publisher's. **Cancellation**: cancelling (or
   /// deinitialising) the returned value cancels the subscription and the task; no closure runs
   /// afterwards.
   ///
@@ -18,6 +19,10 @@ extension Publisher {
   /// let board = Scoreboard()
   /// let cancellable = scores.sink(isolatedTo: board) { board, score in board.total += score }
   /// ```
+  // Disfavoured so that `isolatedTo: MainActor.shared` picks the `@MainActor` overload below
+  // (actor isolation is checked after overload resolution, which would otherwise pick this one
+  // and then reject a closure that touches main-actor state).
+  @_disfavoredOverload
   public func sink<A: Actor>(
     isolatedTo actor: A,
     bufferingPolicy: AsyncBufferingPolicy? = nil,

@@ -85,9 +85,10 @@ public typealias AsyncThrowingPublisher<Upstream: Publisher> = AsyncPublisher<Up
 extension Publisher {
   /// The publisher's values as an async sequence.
   ///
-  /// One `request(.max(1))` per `next()`, as in Combine, except for subjects: a subject cannot
-  /// be slowed down (it drops what a subscriber has not demanded), so for a subject this
-  /// requests `.unlimited` and keeps every value sent after iteration starts until the
+  /// One `request(.max(1))` per `next()`, as in Combine, except for hot publishers
+  /// (``HotPublisher``: subjects, `@Published`, `map`/`filter`/`debounce`/… chains over them): a
+  /// hot publisher cannot be slowed down (it drops what a subscriber has not demanded), so for
+  /// one this requests `.unlimited` and keeps every value sent after iteration starts until the
   /// consumer takes it (``AsyncBufferingPolicy/unbounded``). Use
   /// ``values(bufferingPolicy:)`` to choose, e.g. `.bufferingNewest(n)` to bound memory.
   public var values: AsyncPublisher<Self> {
@@ -102,9 +103,10 @@ extension Publisher {
   /// `.unbounded` for subjects (lossless), `.demandOne` for everything else (as in Combine).
   var defaultBufferingPolicy: AsyncBufferingPolicy { bufferingPolicy(otherwise: .demandOne) }
 
-  /// `.unbounded` for a subject, which cannot be slowed down and drops what was not demanded,
-  /// so anything less would lose values; `policy` for every other publisher.
+  /// `.unbounded` for a hot publisher (``HotPublisher``: a subject, `@Published`, an operator
+  /// chain over them), which cannot be slowed down and drops what was not demanded, so anything
+  /// less would lose values; `policy` for every other publisher.
   func bufferingPolicy(otherwise policy: AsyncBufferingPolicy) -> AsyncBufferingPolicy {
-    self is any Subject ? .unbounded : policy
+    isHotPublisher ? .unbounded : policy
   }
 }

@@ -5,7 +5,7 @@ extension Publisher where Failure == Never {
   /// created, so a subject's values sent before consumption starts are kept.
   ///
   /// - Parameter bufferingPolicy: how values are demanded and buffered; by default as
-  ///   ``values`` (one value per `next()`, lossless `.unbounded` for subjects).
+  ///   ``values`` (one value per `next()`, lossless `.unbounded` for hot publishers).
   public func stream(bufferingPolicy: AsyncBufferingPolicy? = nil) -> AsyncStream<Output> {
     let iterator = SharedIterator(
       values(bufferingPolicy: bufferingPolicy ?? defaultBufferingPolicy).makeAsyncIterator().owner)
