@@ -30,8 +30,12 @@ let package = Package(
     .target(name: "SluiceNetworking", dependencies: ["SluiceCore"], swiftSettings: strict),
     .target(
       name: "Sluice", dependencies: ["SluiceCore", "SluiceAsync"], swiftSettings: strict),
+    // An app-shaped example (view model, actor, for-await), built like any app target.
     .target(
-      name: "SluiceExamples", dependencies: ["Sluice", "SluiceTesting"],
+      name: "SearchApp", dependencies: ["Sluice"], path: "Examples/SearchApp",
+      swiftSettings: strict),
+    .target(
+      name: "SluiceExamples", dependencies: ["Sluice", "SluiceTesting", "SearchApp"],
       path: "Examples/SluiceExamples",
       swiftSettings: strict),
     .executableTarget(
@@ -47,7 +51,8 @@ let package = Package(
       name: "SluiceNetworkingTests", dependencies: ["Sluice", "SluiceNetworking", "SluiceTesting"],
       swiftSettings: strict),
     .testTarget(
-      name: "SluiceExamplesTests", dependencies: ["SluiceExamples"], swiftSettings: strict),
+      name: "SluiceExamplesTests", dependencies: ["SluiceExamples", "SearchApp", "SluiceTesting"],
+      swiftSettings: strict),
     .testTarget(
       name: "SluiceTestingTests", dependencies: ["SluiceCore", "SluiceTesting"],
       swiftSettings: strict),

@@ -21,6 +21,9 @@ public let tour: [TourSection] = [
   TourSection(title: "Operators: time, switching, merging", run: combiningTour),
   TourSection(title: "Bridges: publishers and async/await", run: bridgesTour),
   TourSection(title: "Actors and pipelines", run: actorsTour),
+  TourSection(title: "An app: search as you type on the main actor") {
+    await searchAppTour()
+  },
 ]
 
 /// Runs every section and returns the tour's full output, section by section.

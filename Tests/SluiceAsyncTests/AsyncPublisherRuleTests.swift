@@ -21,6 +21,22 @@ struct AsyncCase: Sendable, CustomStringConvertible {
         for value in 0..<20 { await sender.send(value) }
       }.eraseToAnyPublisher()
     },
+    AsyncCase(description: "asyncMap(maxConcurrent: 3)", expected: Array(0..<20)) {
+      Record<Int, TestError>(output: Array(0..<20), completion: .finished)
+        .asyncMap(maxConcurrent: 3) { value in
+          await Task.yield()
+          return value
+        }.eraseToAnyPublisher()
+    },
+    AsyncCase(description: "tryAsyncMap", expected: Array(0..<20)) {
+      Record<Int, TestError>(output: Array(0..<20), completion: .finished)
+        .tryAsyncMap(maxConcurrent: 2) { (value) async throws(TestError) -> Int in value }
+        .eraseToAnyPublisher()
+    },
+    AsyncCase(description: "asyncFilter", expected: Array(stride(from: 0, to: 40, by: 2))) {
+      Record<Int, TestError>(output: Array(0..<40), completion: .finished)
+        .asyncFilter(maxConcurrent: 4) { $0 % 2 == 0 }.eraseToAnyPublisher()
+    },
     AsyncCase(description: "values round trip", expected: Array(0..<20)) {
       Record<Int, TestError>(output: Array(0..<20), completion: .finished)
         .values(bufferingPolicy: .prefetch(3)).publisher.eraseToAnyPublisher()

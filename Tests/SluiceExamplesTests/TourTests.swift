@@ -136,4 +136,8 @@ let expectedTour: [String] = [
   "sink(isolatedTo:) delivered [3, 1, 4, 1, 5] to the actor, in order",
   "ActorScheduler ran actions on the actor in order: [10, 20, 30, 40, 50]",
   "a stored Task was cancelled with the other cancellables",
+  "== An app: search as you type on the main actor",
+  "for await saw [\"s\", \"sw\", \"swi\"]",
+  "after a 300 ms pause: searched [\"swi\"], results [\"Swift\", \"Swiftly\"]",
+  "the history actor, in order: [\"s\", \"sw\", \"swi\"]",
 ]
