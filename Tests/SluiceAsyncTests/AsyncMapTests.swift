@@ -125,6 +125,13 @@ struct AsyncMapTests {
     #expect(await model.seen == [1, 2, 3])
   }
 
+  @Test func theTasksRunAtThePriorityAsked() async throws {
+    let priorities = try await [1, 2].publisher.asyncMap(priority: .low) { _ in
+      Task.currentPriority
+    }.allValues()
+    #expect(priorities == [.low, .low])
+  }
+
   @Test func maxConcurrentOfZeroTraps() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
       _ = [1].publisher.asyncFilter(maxConcurrent: 0) { _ in true }.sink { _ in }
