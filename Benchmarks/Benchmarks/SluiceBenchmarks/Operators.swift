@@ -131,6 +131,64 @@ func operatorBenchmarks() {
     check(tally.count, elements, flatMap)
   }
 
+  // The time and scheduling operators' own cost, on ImmediateScheduler (no thread hop, no
+  // clock): what each value pays inside the operator.
+  func immediate(
+    _ scenario: String,
+    sluice: @escaping @Sendable (Sluice.PassthroughSubject<Int, Never>) -> Sluice.AnyCancellable,
+    openCombine:
+      @escaping @Sendable (OpenCombine.PassthroughSubject<Int, Never>) ->
+      OpenCombine.AnyCancellable
+  ) {
+    measure(scenario, "Sluice") {
+      let subject = Sluice.PassthroughSubject<Int, Never>()
+      let cancellable = sluice(subject)
+      for value in 0..<elements { subject.send(value) }
+      cancellable.cancel()
+    }
+    measure(scenario, "OpenCombine") {
+      let subject = OpenCombine.PassthroughSubject<Int, Never>()
+      let cancellable = openCombine(subject)
+      for value in 0..<elements { subject.send(value) }
+      cancellable.cancel()
+    }
+  }
+  immediate(
+    "subject → receive(on: ImmediateScheduler) → sink (per element)",
+    sluice: { subject in
+      let tally = Tally()
+      return subject.receive(on: Sluice.ImmediateScheduler.shared).sink { consume(tally, $0) }
+    },
+    openCombine: { subject in
+      let tally = Tally()
+      return subject.receive(on: OpenCombine.ImmediateScheduler.shared).sink { consume(tally, $0) }
+    })
+  immediate(
+    "subject → debounce(0, ImmediateScheduler) → sink (per element)",
+    sluice: { subject in
+      let tally = Tally()
+      return subject.debounce(for: .zero, scheduler: Sluice.ImmediateScheduler.shared)
+        .sink { consume(tally, $0) }
+    },
+    openCombine: { subject in
+      let tally = Tally()
+      return subject.debounce(for: .zero, scheduler: OpenCombine.ImmediateScheduler.shared)
+        .sink { consume(tally, $0) }
+    })
+  immediate(
+    "subject → throttle(0, ImmediateScheduler, latest) → sink (per element)",
+    sluice: { subject in
+      let tally = Tally()
+      return subject.throttle(for: .zero, scheduler: Sluice.ImmediateScheduler.shared, latest: true)
+        .sink { consume(tally, $0) }
+    },
+    openCombine: { subject in
+      let tally = Tally()
+      return subject.throttle(
+        for: .zero, scheduler: OpenCombine.ImmediateScheduler.shared, latest: true
+      ).sink { consume(tally, $0) }
+    })
+
   let receiveOnQueue = "subject → receive(on: DispatchQueue) → sink (per element)"
   let queue = DispatchQueue(label: "benchmarks.receive-on")
   measureAsync(receiveOnQueue, "Sluice") {

@@ -11,20 +11,25 @@
 /// | action runs | — | deliver the oldest queued value (while the subscription is being handed down: reschedule once it is); request what it returns | same; the completion: terminal | nothing |
 /// | `request(n)` | ignore | request `n` upstream | ignore | ignore |
 /// | `cancel()` | terminal | terminal; cancel upstream, drop the queue | terminal, drop the queue | nothing |
+@usableFromInline
 final class SchedulerHopSubscription<Upstream: Publisher, Downstream: Subscriber>:
   Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
   CustomPlaygroundDisplayConvertible, @unchecked Sendable
 where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failure {
   // Safety: all mutable state is in `state`'s lock; the downstream, the upstream and the
   // scheduler are called after unlocking, and the hand-off queue lets one thread deliver at a time.
+  @usableFromInline
   typealias Input = Upstream.Output
+  @usableFromInline
   typealias Failure = Upstream.Failure
 
+  @usableFromInline
   enum Signal {
     case value(Input)
     case completion(Subscribers.Completion<Failure>)
   }
 
+  @usableFromInline
   enum Phase {
     case awaitingSubscription
     case subscribed(any Subscription)
@@ -32,13 +37,21 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     case terminal
   }
 
+  @usableFromInline
   struct State {
+    @usableFromInline
     var phase = Phase.awaitingSubscription
     /// Until terminal.
+    @usableFromInline
     var downstream: Downstream?
+    @usableFromInline
     var queue = HandOffQueue<Signal>()
 
+    @inlinable
+    init(downstream: Downstream) { self.downstream = downstream }
+
     /// The upstream while subscribed.
+    @inlinable
     var upstream: (any Subscription)? {
       if case .subscribed(let upstream) = phase { return upstream }
       return nil
@@ -46,6 +59,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
     /// The next signal to deliver and whom to deliver it to (`first`: a scheduled action ran;
     /// otherwise the performer finished one).
+    @inlinable
     mutating func next(first: Bool) -> (Signal, Downstream)? {
       guard let signal = first ? queue.actionRan() : queue.performed() else { return nil }
       guard let downstream else {
@@ -61,14 +75,19 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     }
   }
 
+  @usableFromInline
   let name: String
   /// Schedules the action for a new signal, the way the operator hops.
+  @usableFromInline
   let hop: (@escaping () -> Void) -> Void
   /// Schedules an action as soon as possible on the same scheduler (for actions that came due
   /// while the subscription was being handed down).
+  @usableFromInline
   let resume: (@escaping () -> Void) -> Void
+  @usableFromInline
   let state: Lock<State>
 
+  @inlinable
   init(
     name: String, downstream: Downstream, hop: @escaping (@escaping () -> Void) -> Void,
     resume: @escaping (@escaping () -> Void) -> Void
@@ -79,6 +98,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     state = Lock(State(downstream: downstream))
   }
 
+  @inlinable
   func receive(subscription: any Subscription) {
     let downstream = state.withLock { state -> Downstream? in
       guard case .awaitingSubscription = state.phase else { return nil }
@@ -96,6 +116,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     for _ in 0..<waiting { resume { self.deliver() } }
   }
 
+  @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
     let queued = state.withLock { state -> Bool in
       guard case .subscribed = state.phase else { return false }
@@ -106,6 +127,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     return .none
   }
 
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     let queued = state.withLock { state -> Bool in
       guard case .subscribed = state.phase else { return false }
@@ -118,6 +140,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   /// A scheduled action: delivers the signal it stands for (or, if another thread is delivering,
   /// leaves it to that thread), then any signals owed meanwhile.
+  @inlinable
   func deliver() {
     var next = state.withLock { $0.next(first: true) }
     while let (signal, downstream) = next {
@@ -132,11 +155,13 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     }
   }
 
+  @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     state.withLock { $0.upstream }?.request(demand)
   }
 
+  @inlinable
   func cancel() {
     let (upstream, released) = state.withLock { state in
       let upstream = state.upstream
@@ -151,7 +176,10 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     withExtendedLifetime(released) {}
   }
 
+  @inlinable
   var description: String { name }
+  @inlinable
   var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  @inlinable
   var playgroundDescription: Any { description }
 }

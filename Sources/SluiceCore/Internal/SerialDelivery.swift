@@ -13,21 +13,32 @@
 /// | `send(signal)` | deliver it now on this thread, then anything queued meanwhile | queue it | drop |
 /// | a completion is delivered | ended | — | — |
 /// | `end()` | ended: drop the queue, release the downstream | same (the value in flight completes) | nothing |
+@usableFromInline
 final class SerialDelivery<Downstream: Subscriber>: @unchecked Sendable {
   // Safety: all mutable state is in `state`'s lock; the downstream and `returned` are called
   // after unlocking, by the one thread the hand-off queue lets deliver.
+  @usableFromInline
   typealias Input = Downstream.Input
+  @usableFromInline
   typealias Failure = Downstream.Failure
 
+  @usableFromInline
   enum Signal {
     case value(Input)
     case completion(Subscribers.Completion<Failure>)
   }
 
-  private struct State {
+  @usableFromInline
+  struct State {
+    @usableFromInline
     var downstream: Downstream?
+    @usableFromInline
     var queue = HandOffQueue<Signal>()
 
+    @inlinable
+    init(downstream: Downstream) { self.downstream = downstream }
+
+    @inlinable
     mutating func next(_ item: Signal?) -> (Signal, Downstream)? {
       guard let item, let downstream else { return nil }
       if case .completion = item {
@@ -38,16 +49,20 @@ final class SerialDelivery<Downstream: Subscriber>: @unchecked Sendable {
     }
   }
 
-  private let state: Lock<State>
+  @usableFromInline
+  let state: Lock<State>
   /// Receives the demand the downstream returned for a value (after unlocking).
-  private let returned: (Subscribers.Demand) -> Void
+  @usableFromInline
+  let returned: (Subscribers.Demand) -> Void
 
+  @inlinable
   init(_ downstream: Downstream, returned: @escaping (Subscribers.Demand) -> Void) {
     state = Lock(State(downstream: downstream))
     self.returned = returned
   }
 
   /// The downstream, while live (to hand it the subscription, or for a mirror).
+  @inlinable
   var downstream: Downstream? { state.withLock { $0.downstream } }
 
   /// Delivers `signal` now, or after the signal being delivered on another thread. Returns the
@@ -55,6 +70,7 @@ final class SerialDelivery<Downstream: Subscriber>: @unchecked Sendable {
   /// it on, as Combine's operators return it); demand returned for signals delivered later, or
   /// for others this call delivers, goes to `returned`.
   @discardableResult
+  @inlinable
   func send(_ signal: Signal) -> Subscribers.Demand {
     var next = state.withLock { state -> (Signal, Downstream)? in
       guard state.downstream != nil else { return nil }
@@ -83,6 +99,7 @@ final class SerialDelivery<Downstream: Subscriber>: @unchecked Sendable {
   }
 
   /// Ends delivery (cancel): drops what is queued and releases the downstream after unlocking.
+  @inlinable
   func end() {
     let released = state.withLock { state -> (Downstream?, HandOffQueue<Signal>) in
       defer {

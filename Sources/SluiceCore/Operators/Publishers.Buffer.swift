@@ -51,6 +51,7 @@ extension Publishers {
       self.whenFull = whenFull
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       upstream.receive(
@@ -82,45 +83,68 @@ extension Publisher {
 /// | drain | while demand and values: deliver the oldest; then a remembered finish once empty and demand > 0 | — | — |
 /// | `request(n)` | demand +n; drain; keepFull: ask the upstream for one per value delivered | demand +n | ignore |
 /// | `cancel()` | terminal; drop the buffer; cancel the upstream | same | nothing |
+@usableFromInline
 final class BufferSubscription<Upstream: Publisher, Downstream: Subscriber>: Subscriber,
   Subscription, CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
 where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failure {
   // Safety: all mutable state is in `state`'s lock; the upstream and the downstream are called
   // after unlocking, the downstream only by the one thread the state lets deliver.
+  @usableFromInline
   typealias Input = Upstream.Output
+  @usableFromInline
   typealias Failure = Upstream.Failure
 
+  @usableFromInline
   struct State {
+    @usableFromInline
     var upstream: (any Subscription)?
+    @usableFromInline
     var subscribed = false
+    @usableFromInline
     var terminal = false
+    @usableFromInline
     var downstream: Downstream?
+    @usableFromInline
     var values = RingBuffer<Input>()
+    @usableFromInline
     var demand = Subscribers.Demand.none
+    @usableFromInline
     var completion: Subscribers.Completion<Failure>?
+    @usableFromInline
     var delivering = false
     /// Values delivered that the upstream has not been asked to replace yet (keepFull).
+    @usableFromInline
     var refill = 0
+
+    @inlinable
+    init(downstream: Downstream) { self.downstream = downstream }
   }
 
+  @usableFromInline
   enum Arrival {
     case drain
     case fail(Failure, (any Subscription)?)
     case none
   }
 
+  @usableFromInline
   enum Step {
     case deliver(Input, Downstream)
     case complete(Subscribers.Completion<Failure>, Downstream)
     case stop(refill: Int, upstream: (any Subscription)?)
   }
 
+  @usableFromInline
   let size: Int
+  @usableFromInline
   let prefetch: Publishers.PrefetchStrategy
+  @usableFromInline
   let whenFull: Publishers.BufferingStrategy<Failure>
+  @usableFromInline
   let state: Lock<State>
 
+  @inlinable
   init(
     size: Int, prefetch: Publishers.PrefetchStrategy,
     whenFull: Publishers.BufferingStrategy<Failure>, downstream: Downstream
@@ -132,6 +156,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     state = Lock(State(downstream: downstream))
   }
 
+  @inlinable
   func receive(subscription: any Subscription) {
     let downstream = state.withLock { state -> Downstream? in
       guard !state.subscribed, !state.terminal else { return nil }
@@ -144,6 +169,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     downstream.receive(subscription: self)
   }
 
+  @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
     let arrival = state.withLock { state -> Arrival in
       guard !state.terminal, state.completion == nil, state.upstream != nil else { return .none }
@@ -173,6 +199,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     }
   }
 
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     if case .failure = completion { return fail(completion) }
     let drains = state.withLock { state -> Bool in
@@ -187,7 +214,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   }
 
   /// A failure: delivered at once (the buffer dropped), or by the thread delivering.
-  private func fail(_ completion: Subscribers.Completion<Failure>) {
+  @inlinable
+  func fail(_ completion: Subscribers.Completion<Failure>) {
     let downstream = state.withLock { state -> Downstream? in
       guard !state.terminal else { return nil }
       state.values.removeAll()
@@ -201,6 +229,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     downstream?.receive(completion: completion)
   }
 
+  @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     let drains = state.withLock { state -> Bool in
@@ -215,6 +244,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     if refill > 0 { upstream?.request(.max(refill)) }
   }
 
+  @inlinable
   func cancel() {
     let (upstream, released) = state.withLock { state -> ((any Subscription)?, Downstream?) in
       state.terminal = true
@@ -231,7 +261,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   /// Delivers while there is demand; only the thread that set `delivering`. Returns how many
   /// values the upstream should be asked for to refill (keepFull) and whom to ask.
-  private func drain() -> (Int, (any Subscription)?) {
+  @inlinable
+  func drain() -> (Int, (any Subscription)?) {
     while true {
       let step = state.withLock { state -> Step in
         guard !state.terminal, let downstream = state.downstream else {
@@ -274,7 +305,9 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     }
   }
 
+  @inlinable
   var description: String { "Buffer" }
+  @inlinable
   var customMirror: Mirror {
     let (values, demand, completion) = state.withLock {
       state -> ([Input], Subscribers.Demand, Subscribers.Completion<Failure>?) in
@@ -289,5 +322,6 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
         ("values", values), ("downstreamDemand", demand), ("terminal", completion as Any),
       ])
   }
+  @inlinable
   var playgroundDescription: Any { description }
 }

@@ -40,6 +40,7 @@ extension Publishers {
       self.options = options
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       upstream.receive(
@@ -70,26 +71,38 @@ extension Publisher {
 /// | failure | terminal; drop the collection; deliver it | — | — |
 /// | `request(n)` | demand +n (byTimeOrCount: ask the upstream for n × count); publish what waited | same | ignore |
 /// | `cancel()` | terminal; cancel the timer and the upstream | same | nothing |
+@usableFromInline
 final class CollectByTimeSubscription<Input, Context: Scheduler, Downstream: Subscriber>:
   Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
   CustomPlaygroundDisplayConvertible, @unchecked Sendable
 where Downstream.Input == [Input] {
   // Safety: all mutable state is in `state`'s lock; the upstream, the timer and the scheduler
   // are called after unlocking; the downstream only through `delivery`, which keeps it serial.
+  @usableFromInline
   typealias Failure = Downstream.Failure
 
+  @usableFromInline
   struct State {
+    @usableFromInline
     var upstream: (any Subscription)?
+    @usableFromInline
     var subscribed = false
+    @usableFromInline
     var terminal = false
+    @usableFromInline
     var finishing = false
+    @usableFromInline
     var collected: [Input] = []
     /// Arrays ready to publish, waiting for demand.
+    @usableFromInline
     var ready: [[Input]] = []
+    @usableFromInline
     var demand = Subscribers.Demand.none
+    @usableFromInline
     var timer: (any Cancellable)?
 
     /// Moves what was collected to `ready`.
+    @inlinable
     mutating func cut() {
       guard !collected.isEmpty else { return }
       ready.append(collected)
@@ -97,19 +110,27 @@ where Downstream.Input == [Input] {
     }
   }
 
+  @usableFromInline
   enum Next {
     case array([Input])
     case finish
     case stop
   }
 
+  @usableFromInline
   let scheduler: Context
+  @usableFromInline
   let interval: Context.SchedulerTimeType.Stride
+  @usableFromInline
   let count: Int?
+  @usableFromInline
   let options: Context.SchedulerOptions?
+  @usableFromInline
   let state = Lock(State())
-  private(set) var delivery: SerialDelivery<Downstream>!
+  @usableFromInline
+  var delivery: SerialDelivery<Downstream>!
 
+  @inlinable
   init(
     strategy: Publishers.TimeGroupingStrategy<Context>, options: Context.SchedulerOptions?,
     downstream: Downstream
@@ -127,6 +148,7 @@ where Downstream.Input == [Input] {
     }
   }
 
+  @inlinable
   func receive(subscription: any Subscription) {
     let accepted = state.withLock { state -> Bool in
       guard !state.subscribed, !state.terminal else { return false }
@@ -149,6 +171,7 @@ where Downstream.Input == [Input] {
     if count == nil { subscription.request(.unlimited) }
   }
 
+  @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
     let full = state.withLock { state -> Bool in
       guard !state.terminal, !state.finishing, state.upstream != nil else { return false }
@@ -161,6 +184,7 @@ where Downstream.Input == [Input] {
     return .none
   }
 
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     switch completion {
     case .finished:
@@ -191,7 +215,8 @@ where Downstream.Input == [Input] {
     }
   }
 
-  private func tick() {
+  @inlinable
+  func tick() {
     let publishes = state.withLock { state -> Bool in
       guard !state.terminal else { return false }
       state.cut()
@@ -202,7 +227,8 @@ where Downstream.Input == [Input] {
 
   /// Delivers ready arrays while there is demand; then, when finishing and nothing is left,
   /// the finish.
-  private func publish() {
+  @inlinable
+  func publish() {
     while true {
       let next = state.withLock { state -> Next in
         guard !state.terminal else { return .stop }
@@ -228,6 +254,7 @@ where Downstream.Input == [Input] {
     }
   }
 
+  @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     let upstream = state.withLock { state -> (any Subscription)? in
@@ -241,6 +268,7 @@ where Downstream.Input == [Input] {
     publish()
   }
 
+  @inlinable
   func cancel() {
     let (upstream, timer) = state.withLock { state -> ((any Subscription)?, (any Cancellable)?) in
       state.terminal = true
@@ -257,7 +285,10 @@ where Downstream.Input == [Input] {
     delivery.end()
   }
 
+  @inlinable
   var description: String { "CollectByTime" }
+  @inlinable
   var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  @inlinable
   var playgroundDescription: Any { description }
 }

@@ -31,6 +31,7 @@ extension Publishers {
       self.options = options
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       upstream.receive(
@@ -52,35 +53,51 @@ extension Publishers {
 /// | completion | drop | terminal; cancel the timer; deliver the completion in a scheduled action | drop |
 /// | `request(n)` | demand +n | demand +n | ignore |
 /// | `cancel()` | terminal | terminal; cancel upstream and timer | nothing |
+@usableFromInline
 final class DebounceSubscription<Upstream: Publisher, Context: Scheduler, Downstream: Subscriber>:
   Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
   CustomPlaygroundDisplayConvertible, @unchecked Sendable
 where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failure {
   // Safety: all mutable state is in `state`'s lock; the upstream, timers and the scheduler are
   // called after unlocking; the downstream only through `delivery`, which keeps it serial.
+  @usableFromInline
   typealias Input = Upstream.Output
+  @usableFromInline
   typealias Failure = Upstream.Failure
 
+  @usableFromInline
   enum Phase {
     case awaitingSubscription
     case subscribed(any Subscription)
     case terminal
   }
 
+  @usableFromInline
   struct State {
+    @usableFromInline
     var phase = Phase.awaitingSubscription
+    @usableFromInline
     var demand = Subscribers.Demand.none
+    @usableFromInline
     var generation: UInt64 = 0
+    @usableFromInline
     var pending: Input?
+    @usableFromInline
     var timer: (any Cancellable)?
   }
 
+  @usableFromInline
   let dueTime: Context.SchedulerTimeType.Stride
+  @usableFromInline
   let scheduler: Context
+  @usableFromInline
   let options: Context.SchedulerOptions?
+  @usableFromInline
   let state = Lock(State())
-  private(set) var delivery: SerialDelivery<Downstream>!
+  @usableFromInline
+  var delivery: SerialDelivery<Downstream>!
 
+  @inlinable
   init(
     dueTime: Context.SchedulerTimeType.Stride, scheduler: Context,
     options: Context.SchedulerOptions?, downstream: Downstream
@@ -93,6 +110,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     }
   }
 
+  @inlinable
   func receive(subscription: any Subscription) {
     let accepted = state.withLock { state -> Bool in
       guard case .awaitingSubscription = state.phase else { return false }
@@ -107,6 +125,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     subscription.request(.unlimited)
   }
 
+  @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
     let generation = state.withLock { state -> UInt64? in
       guard case .subscribed = state.phase else { return nil }
@@ -130,6 +149,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   }
 
   /// The timer of `generation` fired.
+  @inlinable
   func due(_ generation: UInt64) {
     let (value, timer) = state.withLock { state -> (Input?, (any Cancellable)?) in
       guard case .subscribed = state.phase, state.generation == generation else {
@@ -149,6 +169,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     if more > 0 { state.withLock { $0.demand += more } }
   }
 
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     let (live, timer) = state.withLock { state -> (Bool, (any Cancellable)?) in
       guard case .subscribed = state.phase else { return (false, nil) }
@@ -162,6 +183,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     scheduler.schedule(options: options) { [self] in delivery.send(.completion(completion)) }
   }
 
+  @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     state.withLock { state in
@@ -170,6 +192,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     }
   }
 
+  @inlinable
   func cancel() {
     let (upstream, timer) = state.withLock { state -> ((any Subscription)?, (any Cancellable)?) in
       let upstream: (any Subscription)?
@@ -188,8 +211,10 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     delivery.end()
   }
 
+  @inlinable
   var description: String { "Debounce" }
   /// Combine's children: the downstream, its outstanding demand and the value waiting.
+  @inlinable
   var customMirror: Mirror {
     let (demand, pending) = state.withLock { ($0.demand, $0.pending) }
     return Mirror(
@@ -199,6 +224,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
         ("currentValue", pending as Any),
       ])
   }
+  @inlinable
   var playgroundDescription: Any { description }
 }
 

@@ -25,6 +25,7 @@ extension Publishers {
       self.other = other
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let inner = DropUntilOutputSubscription<Upstream.Output, Failure, S>(downstream: subscriber)
@@ -57,21 +58,29 @@ extension Publisher {
 /// | trigger value | triggered; cancel the trigger | — | — |
 /// | trigger completion | terminal; cancel the upstream; deliver it | ignore | ignore |
 /// | `cancel()` | terminal; cancel both; release the downstream | same | nothing |
+@usableFromInline
 final class DropUntilOutputSubscription<Input, Failure: Error, Downstream: Subscriber>:
   Subscriber, Subscription, TriggeredSubscription, CustomReflectable,
   CustomPlaygroundDisplayConvertible, @unchecked Sendable
 where Downstream.Input == Input, Downstream.Failure == Failure {
   // Safety: all mutable state is in `state`'s lock; the downstream is called through the serial
   // delivery, upstreams after unlocking.
+  @usableFromInline
   typealias TriggerFailure = Failure
 
+  @usableFromInline
   struct State {
+    @usableFromInline
     var upstream: (any Subscription)?
+    @usableFromInline
     var trigger = TriggerState()
+    @usableFromInline
     var outstanding = Subscribers.Demand.none
+    @usableFromInline
     var terminal = false
 
     /// Ends the operator: the subscriptions to cancel.
+    @inlinable
     mutating func end() -> [any Subscription] {
       terminal = true
       defer { upstream = nil }
@@ -79,15 +88,19 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
     }
   }
 
+  @usableFromInline
   let state = Lock(State())
-  private(set) var delivery: SerialDelivery<Downstream>!
+  @usableFromInline
+  var delivery: SerialDelivery<Downstream>!
 
+  @inlinable
   init(downstream: Downstream) {
     delivery = SerialDelivery(downstream) { [unowned self] more in
       state.withLock { $0.upstream }?.request(more)
     }
   }
 
+  @inlinable
   func receive(subscription: any Subscription) {
     let outstanding = state.withLock { state -> Subscribers.Demand? in
       guard !state.terminal, state.upstream == nil else { return nil }
@@ -98,6 +111,7 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
     if outstanding > 0 { subscription.request(outstanding) }
   }
 
+  @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
     let delivers = state.withLock { state -> Bool in
       guard !state.terminal else { return false }
@@ -110,12 +124,14 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
     return more
   }
 
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     guard let cancelling = state.withLock({ $0.terminal ? nil : $0.end() }) else { return }
     for subscription in cancelling { subscription.cancel() }
     delivery.send(.completion(completion))
   }
 
+  @inlinable
   func triggerReceive(subscription: any Subscription) {
     if state.withLock({ $0.terminal ? false : $0.trigger.attached(subscription) }) {
       subscription.request(.max(1))
@@ -124,12 +140,14 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
     }
   }
 
+  @inlinable
   func triggerReceiveValue() {
     if case .some(let trigger) = state.withLock({ $0.terminal ? nil : $0.trigger.fire() }) {
       trigger?.cancel()
     }
   }
 
+  @inlinable
   func triggerReceive(completion: Subscribers.Completion<Failure>) {
     let cancelling = state.withLock { state -> [any Subscription]? in
       guard !state.terminal, !state.trigger.fired else { return nil }
@@ -140,6 +158,7 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
     delivery.send(.completion(completion))
   }
 
+  @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     state.withLock { state -> (any Subscription)? in
@@ -149,13 +168,17 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
     }?.request(demand)
   }
 
+  @inlinable
   func cancel() {
     let cancelling = state.withLock { $0.terminal ? [] : $0.end() }
     for subscription in cancelling { subscription.cancel() }
     delivery.end()
   }
 
+  @inlinable
   var description: String { "DropUntilOutput" }
+  @inlinable
   var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  @inlinable
   var playgroundDescription: Any { description }
 }

@@ -20,6 +20,7 @@ extension Publishers {
       self.scheduler = scheduler
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       upstream.receive(
@@ -39,29 +40,43 @@ extension Publisher {
 }
 
 /// States: `awaitingSubscription` → `subscribed(upstream, last)` → `terminal`.
+@usableFromInline
 final class MeasureIntervalSubscription<Input, Context: Scheduler, Downstream: Subscriber>:
   Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
   CustomPlaygroundDisplayConvertible, @unchecked Sendable
 where Downstream.Input == Context.SchedulerTimeType.Stride {
   // Safety: all mutable state is in `state`'s lock; the upstream and the downstream are called
   // after unlocking (signals from the upstream are serial).
+  @usableFromInline
   typealias Failure = Downstream.Failure
 
+  @usableFromInline
   struct State {
+    @usableFromInline
     var upstream: (any Subscription)?
+    @usableFromInline
     var last: Context.SchedulerTimeType?
+    @usableFromInline
     var subscribed = false
+    @usableFromInline
     var downstream: Downstream?
+
+    @inlinable
+    init(downstream: Downstream) { self.downstream = downstream }
   }
 
+  @usableFromInline
   let scheduler: Context
+  @usableFromInline
   let state: Lock<State>
 
+  @inlinable
   init(scheduler: Context, downstream: Downstream) {
     self.scheduler = scheduler
     state = Lock(State(downstream: downstream))
   }
 
+  @inlinable
   func receive(subscription: any Subscription) {
     let now = scheduler.now
     let downstream = state.withLock { state -> Downstream? in
@@ -75,6 +90,7 @@ where Downstream.Input == Context.SchedulerTimeType.Stride {
     downstream.receive(subscription: self)
   }
 
+  @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
     let now = scheduler.now
     let measured = state.withLock { state -> (Context.SchedulerTimeType.Stride, Downstream)? in
@@ -88,6 +104,7 @@ where Downstream.Input == Context.SchedulerTimeType.Stride {
     return .none
   }
 
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     let downstream = state.withLock { state -> Downstream? in
       guard state.upstream != nil else { return nil }
@@ -99,11 +116,13 @@ where Downstream.Input == Context.SchedulerTimeType.Stride {
     downstream?.receive(completion: completion)
   }
 
+  @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     state.withLock { $0.upstream }?.request(demand)
   }
 
+  @inlinable
   func cancel() {
     let (upstream, released) = state.withLock { state -> ((any Subscription)?, Downstream?) in
       defer {
@@ -117,7 +136,10 @@ where Downstream.Input == Context.SchedulerTimeType.Stride {
     withExtendedLifetime(released) {}
   }
 
+  @inlinable
   var description: String { "MeasureInterval" }
+  @inlinable
   var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  @inlinable
   var playgroundDescription: Any { description }
 }

@@ -23,6 +23,7 @@ extension Publishers {
       self.other = other
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let inner = PrefixUntilOutputSubscription<Other.Failure, S>(downstream: subscriber)
@@ -53,21 +54,30 @@ extension Publisher {
 /// | trigger completion | forget the trigger | same | ignore |
 /// | `request(n)` | — | request n | ignore |
 /// | `cancel()` | terminal; cancel both | same | nothing |
+@usableFromInline
 final class PrefixUntilOutputSubscription<TriggerFailure: Error, Downstream: Subscriber>:
   Subscriber, Subscription, TriggeredSubscription, CustomReflectable,
   CustomPlaygroundDisplayConvertible, @unchecked Sendable
 {
   // Safety: all mutable state is in `state`'s lock; the downstream is called through the serial
   // delivery, upstreams after unlocking.
+  @usableFromInline
   typealias Input = Downstream.Input
+  @usableFromInline
   typealias Failure = Downstream.Failure
 
+  @usableFromInline
   struct State {
+    @usableFromInline
     var upstream: (any Subscription)?
+    @usableFromInline
     var subscribed = false
+    @usableFromInline
     var trigger = TriggerState()
+    @usableFromInline
     var terminal = false
 
+    @inlinable
     mutating func end() -> [any Subscription] {
       terminal = true
       defer { upstream = nil }
@@ -75,15 +85,20 @@ final class PrefixUntilOutputSubscription<TriggerFailure: Error, Downstream: Sub
     }
   }
 
+  @usableFromInline
   let state = Lock(State())
+  @usableFromInline
   let delivery: SerialDelivery<Downstream>
 
+  @inlinable
   init(downstream: Downstream) {
     delivery = SerialDelivery(downstream) { _ in }
   }
 
-  private enum AttachAction { case handDown, handDownAndFinish, cancel }
+  @usableFromInline
+  enum AttachAction { case handDown, handDownAndFinish, cancel }
 
+  @inlinable
   func receive(subscription: any Subscription) {
     let action = state.withLock { state -> AttachAction in
       guard !state.subscribed else { return .cancel }
@@ -106,17 +121,20 @@ final class PrefixUntilOutputSubscription<TriggerFailure: Error, Downstream: Sub
     }
   }
 
+  @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
     guard state.withLock({ !$0.terminal && $0.subscribed }) else { return .none }
     return delivery.send(.value(input))
   }
 
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     guard let cancelling = state.withLock({ $0.terminal ? nil : $0.end() }) else { return }
     for subscription in cancelling { subscription.cancel() }
     delivery.send(.completion(completion))
   }
 
+  @inlinable
   func triggerReceive(subscription: any Subscription) {
     if state.withLock({ $0.terminal ? false : $0.trigger.attached(subscription) }) {
       subscription.request(.max(1))
@@ -125,6 +143,7 @@ final class PrefixUntilOutputSubscription<TriggerFailure: Error, Downstream: Sub
     }
   }
 
+  @inlinable
   func triggerReceiveValue() {
     let fired = state.withLock { state -> (finishes: Bool, cancelling: [any Subscription])? in
       guard !state.terminal, case .some(let trigger) = state.trigger.fire() else { return nil }
@@ -137,24 +156,30 @@ final class PrefixUntilOutputSubscription<TriggerFailure: Error, Downstream: Sub
     if fired.finishes { delivery.send(.completion(.finished)) }
   }
 
+  @inlinable
   func triggerReceive(completion: Subscribers.Completion<TriggerFailure>) {
     state.withLock { state in
       if !state.terminal { _ = state.trigger.end() }
     }
   }
 
+  @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     state.withLock { $0.terminal ? nil : $0.upstream }?.request(demand)
   }
 
+  @inlinable
   func cancel() {
     let cancelling = state.withLock { $0.terminal ? [] : $0.end() }
     for subscription in cancelling { subscription.cancel() }
     delivery.end()
   }
 
+  @inlinable
   var description: String { "PrefixUntilOutput" }
+  @inlinable
   var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  @inlinable
   var playgroundDescription: Any { description }
 }

@@ -29,6 +29,7 @@ extension Publishers {
       self.options = options
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let (scheduler, options) = (self.scheduler, self.options)

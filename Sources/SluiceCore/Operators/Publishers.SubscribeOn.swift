@@ -27,6 +27,7 @@ extension Publishers {
       self.options = options
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let inner = SubscribeOnSubscription<Upstream, Context, S>(
@@ -47,6 +48,7 @@ extension Publishers {
 /// | `request(n)` | ignore | queue a request, schedule an action | ignore |
 /// | `cancel()` | terminal | terminal; queue the cancel, schedule an action | nothing |
 /// | action runs | — | perform the oldest queued request or cancel upstream | same |
+@usableFromInline
 final class SubscribeOnSubscription<
   Upstream: Publisher, Context: Scheduler, Downstream: Subscriber
 >: Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
@@ -55,39 +57,56 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   // Safety: all mutable state is in `state`'s lock; the downstream, the upstream and the
   // scheduler are called after unlocking, and the hand-off queue lets one thread call the
   // upstream at a time.
+  @usableFromInline
   typealias Input = Upstream.Output
+  @usableFromInline
   typealias Failure = Upstream.Failure
 
+  @usableFromInline
   enum Call {
     case request(Subscribers.Demand)
     case cancel
   }
 
+  @usableFromInline
   enum Phase {
     case awaitingSubscription
     case subscribed
     case terminal
   }
 
+  @usableFromInline
   struct State {
+    @usableFromInline
     var phase = Phase.awaitingSubscription
     /// Until terminal.
+    @usableFromInline
     var downstream: Downstream?
+
+    @inlinable
+    init(downstream: Downstream) { self.downstream = downstream }
     /// Kept until the queued cancel reached it.
+    @usableFromInline
     var upstream: (any Subscription)?
+    @usableFromInline
     var queue = HandOffQueue<Call>()
   }
 
+  @usableFromInline
   let scheduler: Context
+  @usableFromInline
   let options: Context.SchedulerOptions?
+  @usableFromInline
   let state: Lock<State>
 
+  @inlinable
   init(scheduler: Context, options: Context.SchedulerOptions?, downstream: Downstream) {
     self.scheduler = scheduler
     self.options = options
     state = Lock(State(downstream: downstream))
   }
 
+  @inlinable
   func receive(subscription: any Subscription) {
     let downstream = state.withLock { state -> Downstream? in
       guard case .awaitingSubscription = state.phase else { return nil }
@@ -102,6 +121,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     downstream.receive(subscription: self)
   }
 
+  @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
     let downstream = state.withLock { state -> Downstream? in
       guard case .subscribed = state.phase else { return nil }
@@ -110,6 +130,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     return downstream?.receive(input) ?? .none
   }
 
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     let downstream = state.withLock { state -> Downstream? in
       guard case .subscribed = state.phase else { return nil }
@@ -120,11 +141,13 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     downstream?.receive(completion: completion)
   }
 
+  @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     submit(.request(demand))
   }
 
+  @inlinable
   func cancel() {
     let (queued, released) = state.withLock { state -> (Bool, Downstream?) in
       let wasSubscribed: Bool
@@ -142,6 +165,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     if queued { scheduler.schedule(options: options) { self.perform() } }
   }
 
+  @inlinable
   func submit(_ call: Call) {
     let queued = state.withLock { state -> Bool in
       guard case .subscribed = state.phase else { return false }
@@ -153,6 +177,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   /// A scheduled action: makes the call it stands for (or leaves it to the thread already making
   /// calls), then any calls owed meanwhile.
+  @inlinable
   func perform() {
     var next = state.withLock { state in state.queue.actionRan().map { ($0, state.upstream) } }
     while let (call, upstream) = next {
@@ -166,8 +191,11 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     }
   }
 
+  @inlinable
   var description: String { "SubscribeOn" }
+  @inlinable
   var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  @inlinable
   var playgroundDescription: Any { description }
 }
 

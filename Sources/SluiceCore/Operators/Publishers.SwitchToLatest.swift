@@ -21,6 +21,7 @@ extension Publishers {
     /// Creates a publisher that republishes the latest publisher `upstream` produced.
     public init(upstream: Upstream) { self.upstream = upstream }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let outer = SwitchToLatestSubscription<P, Upstream, S>(downstream: subscriber)
@@ -46,6 +47,7 @@ extension Publishers {
 /// | any failure | cancel the other side; fail; terminal | drop |
 /// | `request(n)` | demand +n; request `n` from the current inner | ignore |
 /// | `cancel()` | cancel both sides, terminal | nothing |
+@usableFromInline
 final class SwitchToLatestSubscription<P: Publisher, Upstream: Publisher, Downstream: Subscriber>:
   Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
   CustomPlaygroundDisplayConvertible, @unchecked Sendable
@@ -55,19 +57,30 @@ where
 {
   // Safety: all mutable state is in `state`'s lock; upstreams are called after unlocking and the
   // downstream only through `delivery`, which keeps its signals serial.
+  @usableFromInline
   typealias Input = P
+  @usableFromInline
   typealias Failure = Upstream.Failure
 
+  @usableFromInline
   struct State {
+    @usableFromInline
     var upstream: (any Subscription)?
+    @usableFromInline
     var upstreamFinished = false
+    @usableFromInline
     var terminal = false
+    @usableFromInline
     var index: UInt64 = 0
+    @usableFromInline
     var inner: (any Subscription)?
+    @usableFromInline
     var awaitingInner = false
+    @usableFromInline
     var demand = Subscribers.Demand.none
 
     /// Ends the subscription; returns both sides to cancel.
+    @inlinable
     mutating func end() -> [any Subscription] {
       terminal = true
       defer {
@@ -78,9 +91,12 @@ where
     }
   }
 
+  @usableFromInline
   let state = Lock(State())
-  private(set) var delivery: SerialDelivery<Downstream>!
+  @usableFromInline
+  var delivery: SerialDelivery<Downstream>!
 
+  @inlinable
   init(downstream: Downstream) {
     delivery = SerialDelivery(downstream) { [unowned self] more in
       state.withLock { $0.demand += more }
@@ -89,6 +105,7 @@ where
 
   // MARK: The upstream of publishers
 
+  @inlinable
   func receive(subscription: any Subscription) {
     let accepted = state.withLock { state -> Bool in
       guard state.upstream == nil, !state.terminal, !state.upstreamFinished else { return false }
@@ -102,6 +119,7 @@ where
     subscription.request(.unlimited)
   }
 
+  @inlinable
   func receive(_ input: P) -> Subscribers.Demand {
     let switched = state.withLock { state -> (index: UInt64, previous: (any Subscription)?)? in
       guard !state.terminal, !state.upstreamFinished else { return nil }
@@ -116,6 +134,7 @@ where
     return .none
   }
 
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     let (ends, cancelling) = state.withLock { state -> (Bool, [any Subscription]) in
       guard !state.terminal, !state.upstreamFinished else { return (false, []) }
@@ -131,6 +150,7 @@ where
 
   // MARK: The current inner publisher
 
+  @inlinable
   func receiveInner(subscription: any Subscription, index: UInt64) {
     let demand = state.withLock { state -> Subscribers.Demand? in
       guard index == state.index, !state.terminal, state.inner == nil else { return nil }
@@ -145,6 +165,7 @@ where
     if demand > 0 { subscription.request(demand) }
   }
 
+  @inlinable
   func receiveInner(_ input: P.Output, index: UInt64) -> Subscribers.Demand {
     let current = state.withLock { state -> Bool? in
       guard index == state.index, !state.terminal else { return false }
@@ -159,6 +180,7 @@ where
     return more
   }
 
+  @inlinable
   func receiveInner(completion: Subscribers.Completion<Failure>, index: UInt64) {
     let (ends, cancelling) = state.withLock { state -> (Bool, [any Subscription]) in
       guard index == state.index, !state.terminal else { return (false, []) }
@@ -174,6 +196,7 @@ where
 
   // MARK: The downstream's calls
 
+  @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     let inner = state.withLock { state -> (any Subscription)? in
@@ -184,43 +207,65 @@ where
     inner?.request(demand)
   }
 
+  @inlinable
   func cancel() {
     let cancelling = state.withLock { state in state.terminal ? [] : state.end() }
     for subscription in cancelling { subscription.cancel() }
     delivery.end()
   }
 
+  @inlinable
   var description: String { "SwitchToLatest" }
+  @inlinable
   var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  @inlinable
   var playgroundDescription: Any { description }
 }
 
 /// Subscribes a ``SwitchToLatestSubscription`` to one inner publisher, tagged with its index.
+@usableFromInline
 struct SwitchToLatestInner<P: Publisher, Upstream: Publisher, Downstream: Subscriber>: Subscriber,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible
 where
   P == Upstream.Output, P.Failure == Upstream.Failure, Downstream.Input == P.Output,
   Downstream.Failure == P.Failure
 {
+  @usableFromInline
   typealias Input = P.Output
+  @usableFromInline
   typealias Failure = P.Failure
 
+  @usableFromInline
   let parent: SwitchToLatestSubscription<P, Upstream, Downstream>
+  @usableFromInline
   let index: UInt64
+
+  @inlinable
+  init(parent: SwitchToLatestSubscription<P, Upstream, Downstream>, index: UInt64) {
+    self.parent = parent
+    self.index = index
+  }
+  @usableFromInline
   let combineIdentifier = CombineIdentifier()
 
+  @inlinable
   func receive(subscription: any Subscription) {
     parent.receiveInner(subscription: subscription, index: index)
   }
+  @inlinable
   func receive(_ input: Input) -> Subscribers.Demand { parent.receiveInner(input, index: index) }
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     parent.receiveInner(completion: completion, index: index)
   }
 
+  @inlinable
   var description: String { "SwitchToLatest" }
+  @inlinable
   var customMirror: Mirror {
     Mirror(self, children: [("parentSubscription", parent.combineIdentifier)])
   }
+  @inlinable
   var playgroundDescription: Any { description }
 }
 

@@ -33,6 +33,7 @@ extension Publishers {
       self.latest = latest
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       upstream.receive(
@@ -62,32 +63,50 @@ extension Publisher {
 /// | emission | — | deliver the value (then the completion) | deliver the completion |
 /// | `request(n)` | demand +n | demand +n | ignore |
 /// | `cancel()` | terminal; cancel the upstream | same | terminal |
+@usableFromInline
 final class ThrottleSubscription<Upstream: Publisher, Context: Scheduler, Downstream: Subscriber>:
   Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
   CustomPlaygroundDisplayConvertible, @unchecked Sendable
 where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failure {
   // Safety: all mutable state is in `state`'s lock; the upstream and the scheduler are called
   // after unlocking; the downstream only through `delivery`, which keeps it serial.
+  @usableFromInline
   typealias Input = Upstream.Output
+  @usableFromInline
   typealias Failure = Upstream.Failure
 
+  @usableFromInline
   struct State {
+    @usableFromInline
     var upstream: (any Subscription)?
+    @usableFromInline
     var subscribed = false
+    @usableFromInline
     var terminal = false
+    @usableFromInline
     var demand = Subscribers.Demand.none
+    @usableFromInline
     var lastEmission: Context.SchedulerTimeType?
+    @usableFromInline
     var pendingValue: Input?
+    @usableFromInline
     var pendingCompletion: Subscribers.Completion<Failure>?
+    @inlinable
     var scheduled: Bool { pendingValue != nil || pendingCompletion != nil }
   }
 
+  @usableFromInline
   let interval: Context.SchedulerTimeType.Stride
+  @usableFromInline
   let scheduler: Context
+  @usableFromInline
   let latest: Bool
+  @usableFromInline
   let state = Lock(State())
-  private(set) var delivery: SerialDelivery<Downstream>!
+  @usableFromInline
+  var delivery: SerialDelivery<Downstream>!
 
+  @inlinable
   init(
     interval: Context.SchedulerTimeType.Stride, scheduler: Context, latest: Bool,
     downstream: Downstream
@@ -100,6 +119,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     }
   }
 
+  @inlinable
   func receive(subscription: any Subscription) {
     let accepted = state.withLock { state -> Bool in
       guard !state.subscribed, !state.terminal else { return false }
@@ -112,6 +132,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     delivery.downstream?.receive(subscription: self)
   }
 
+  @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
     let now = scheduler.now
     let due = state.withLock { state -> Context.SchedulerTimeType?? in
@@ -136,6 +157,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     return .none
   }
 
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     let schedules = state.withLock { state -> Bool? in
       guard state.upstream != nil, state.pendingCompletion == nil else { return nil }
@@ -146,7 +168,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     if schedules == true { scheduler.schedule { [weak self] in self?.emit() } }
   }
 
-  private func emit() {
+  @inlinable
+  func emit() {
     let now = scheduler.now
     let (value, completion) = state.withLock {
       state -> (Input?, Subscribers.Completion<Failure>?) in
@@ -166,6 +189,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     if let completion { delivery.send(.completion(completion)) }
   }
 
+  @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     state.withLock { state in
@@ -173,6 +197,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     }
   }
 
+  @inlinable
   func cancel() {
     let upstream = state.withLock { state -> (any Subscription)? in
       state.terminal = true
@@ -185,7 +210,10 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     delivery.end()
   }
 
+  @inlinable
   var description: String { "Throttle" }
+  @inlinable
   var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  @inlinable
   var playgroundDescription: Any { description }
 }

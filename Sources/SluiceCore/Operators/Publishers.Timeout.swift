@@ -34,6 +34,7 @@ extension Publishers {
       self.customError = customError
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let (scheduler, options) = (self.scheduler, self.options)
@@ -74,28 +75,43 @@ extension Publisher {
 /// | first `request(n)` | restart the timer; request n | ignore |
 /// | timer fires (current generation) | terminal; cancel the upstream; send the timeout's completion | nothing |
 /// | `cancel()` | terminal; stop the timer; cancel the upstream | nothing |
+@usableFromInline
 final class TimeoutClock<Input, Failure: Error, Context: Scheduler, Downstream: Subscriber>:
   Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
   CustomPlaygroundDisplayConvertible, @unchecked Sendable
 where Downstream.Input == Input, Downstream.Failure == Failure {
   // Safety: all mutable state is in `state`'s lock; the upstream, the timer and the downstream
   // (a scheduler hop, which orders what it is handed) are called after unlocking.
+  @usableFromInline
   struct State {
+    @usableFromInline
     var upstream: (any Subscription)?
+    @usableFromInline
     var subscribed = false
+    @usableFromInline
     var terminal = false
+    @usableFromInline
     var requested = false
+    @usableFromInline
     var generation: UInt64 = 0
+    @usableFromInline
     var timer: (any Cancellable)?
   }
 
+  @usableFromInline
   let interval: Context.SchedulerTimeType.Stride
+  @usableFromInline
   let scheduler: Context
+  @usableFromInline
   let options: Context.SchedulerOptions?
+  @usableFromInline
   let customError: (() -> Failure)?
+  @usableFromInline
   let downstream: Downstream
+  @usableFromInline
   let state = Lock(State())
 
+  @inlinable
   init(
     interval: Context.SchedulerTimeType.Stride, scheduler: Context,
     options: Context.SchedulerOptions?, customError: (() -> Failure)?, downstream: Downstream
@@ -107,6 +123,7 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
     self.downstream = downstream
   }
 
+  @inlinable
   func receive(subscription: any Subscription) {
     let accepted = state.withLock { state -> Bool in
       guard !state.subscribed, !state.terminal else { return false }
@@ -119,18 +136,21 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
     downstream.receive(subscription: self)
   }
 
+  @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
     guard state.withLock({ !$0.terminal && $0.upstream != nil }) else { return .none }
     restart()
     return downstream.receive(input)
   }
 
+  @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     guard let timer = state.withLock({ $0.terminal ? nil : $0.end() }) else { return }
     timer.timer?.cancel()
     downstream.receive(completion: completion)
   }
 
+  @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     let (upstream, first) = state.withLock { state -> ((any Subscription)?, Bool) in
@@ -141,6 +161,7 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
     upstream?.request(demand)
   }
 
+  @inlinable
   func cancel() {
     guard let ended = state.withLock({ $0.terminal ? nil : $0.end() }) else { return }
     ended.timer?.cancel()
@@ -148,7 +169,8 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
   }
 
   /// Starts the clock again: a new timer, of a new generation.
-  private func restart() {
+  @inlinable
+  func restart() {
     let generation = state.withLock { state -> UInt64? in
       guard !state.terminal else { return nil }
       state.generation += 1
@@ -167,7 +189,8 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
     stale?.cancel()
   }
 
-  private func timedOut(_ generation: UInt64) {
+  @inlinable
+  func timedOut(_ generation: UInt64) {
     let ended = state.withLock { state -> State.Ended? in
       guard !state.terminal, state.generation == generation else { return nil }
       return state.end()
@@ -178,18 +201,31 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
     downstream.receive(completion: customError.map { .failure($0()) } ?? .finished)
   }
 
+  @inlinable
   var description: String { "Timeout" }
+  @inlinable
   var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  @inlinable
   var playgroundDescription: Any { description }
 }
 
 extension TimeoutClock.State {
+  @usableFromInline
   struct Ended {
+    @usableFromInline
     let upstream: (any Subscription)?
+    @usableFromInline
     let timer: (any Cancellable)?
+
+    @inlinable
+    init(upstream: (any Subscription)?, timer: (any Cancellable)?) {
+      self.upstream = upstream
+      self.timer = timer
+    }
   }
 
   /// Ends the clock: what to cancel.
+  @inlinable
   mutating func end() -> Ended {
     terminal = true
     defer {
