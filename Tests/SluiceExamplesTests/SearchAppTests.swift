@@ -41,7 +41,7 @@ struct SearchAppTests {
 
   @Test func aNewerQueryCancelsTheSearchInFlight() async throws {
     // A search slower than any machine running this test: only cancellation ends it early.
-    let catalog = Catalog(items: items, latency: .seconds(30))
+    let catalog = Catalog(items: items, latency: .seconds(3_600))
     let scheduler = DispatchQueue.test
     let model = SearchViewModel(service: catalog, scheduler: scheduler, pause: .milliseconds(300))
     var seen: [[String]] = []
