@@ -15,9 +15,10 @@ struct DataTaskPublisherTests {
 
   func url(_ path: String) -> URL { URL(string: "stub://test.\(UUID().uuidString)/\(path)")! }
 
-  /// Polls `condition` until it holds (the session calls back on its own queue).
+  /// Polls `condition` until it holds, for up to a minute (the session calls back on its own
+  /// queue; a loaded sanitizer run is slow).
   func eventually(_ condition: () -> Bool) async throws {
-    for _ in 0..<1_000 where !condition() { try await Task.sleep(for: .milliseconds(5)) }
+    for _ in 0..<12_000 where !condition() { try await Task.sleep(for: .milliseconds(5)) }
   }
 
   @Test func publishesTheBodyAndResponseThenFinishes() async throws {
