@@ -126,6 +126,25 @@ struct AsyncMapTests {
     #expect(await model.seen == [1, 2, 3])
   }
 
+  @Test func usedFromAnActorWithAClosureOnTheActor() async throws {
+    actor Indexer {
+      var indexed: [String] = []
+      func index(_ words: [String]) async throws -> [Int] {
+        // The closure is the actor's (it touches actor state); the chain is awaited here.
+        try await words.publisher.asyncMap(maxConcurrent: 2) { [self] word in
+          await self.note(word)
+        }.allValues()
+      }
+      func note(_ word: String) -> Int {
+        indexed.append(word)
+        return word.count
+      }
+    }
+    let indexer = Indexer()
+    #expect(try await indexer.index(["a", "bb", "ccc"]) == [1, 2, 3])
+    #expect(await indexer.indexed.sorted() == ["a", "bb", "ccc"])
+  }
+
   @Test func theTasksRunAtThePriorityAsked() async throws {
     let priorities = try await [1, 2].publisher.asyncMap(priority: .low) { _ in
       Task.currentPriority

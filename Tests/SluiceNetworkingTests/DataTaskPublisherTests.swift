@@ -15,6 +15,16 @@ struct DataTaskPublisherTests {
 
   func url(_ path: String) -> URL { URL(string: "stub://test.\(UUID().uuidString)/\(path)")! }
 
+  /// The task the subscription runs, from its mirror (`nil` before the first request and after
+  /// it ends).
+  func task(of recorder: RecordingSubscriber<(data: Data, response: URLResponse), URLError>)
+    -> URLSessionDataTask?
+  {
+    guard let subscription = recorder.subscription else { return nil }
+    return Mirror(reflecting: subscription).children.first { $0.label == "task" }?.value
+      as? URLSessionDataTask
+  }
+
   /// Polls `condition` until it holds, for up to a minute (the session calls back on its own
   /// queue; a loaded sanitizer run is slow).
   func eventually(_ condition: () -> Bool) async throws {
@@ -56,10 +66,11 @@ struct DataTaskPublisherTests {
     let recorder = RecordingSubscriber<(data: Data, response: URLResponse), URLError>(
       initialDemand: .none)
     session.dataTaskPublisher(for: url).subscribe(recorder)
-    try await Task.sleep(for: .milliseconds(100))
+    #expect(task(of: recorder) == nil)  // no task until the first request
     #expect(StubProtocol.counts(for: url).started == 0)
     #expect(recorder.values.isEmpty)
     recorder.request(.max(1))
+    #expect(task(of: recorder) != nil)  // created and resumed inside the request
     recorder.request(.max(3))  // a second request does not start a second task
     await recorder.waitForCompletion()
     #expect(StubProtocol.counts(for: url).started == 1)
@@ -94,11 +105,12 @@ struct DataTaskPublisherTests {
     session.dataTaskPublisher(for: url).subscribe(recorder)
     try await eventually { StubProtocol.counts(for: url).started == 1 }
     #expect(StubProtocol.counts(for: url).started == 1)
+    let running = try #require(task(of: recorder))
     recorder.cancel()
     recorder.cancel()
     try await eventually { StubProtocol.counts(for: url).stopped == 1 }
     #expect(StubProtocol.counts(for: url).stopped == 1)
-    try await Task.sleep(for: .milliseconds(50))
+    try await eventually { running.state == .completed }  // its handler has had its turn
     // Not even the task's `.cancelled` error reaches the subscriber.
     #expect(recorder.events.count == 1)
   }
@@ -110,7 +122,7 @@ struct DataTaskPublisherTests {
     session.dataTaskPublisher(for: url).subscribe(recorder)
     recorder.cancel()
     recorder.request(.max(1))
-    try await Task.sleep(for: .milliseconds(100))
+    #expect(task(of: recorder) == nil)  // the request after cancel() created no task
     #expect(StubProtocol.counts(for: url).started == 0)
     #expect(recorder.events.count == 1)
   }
@@ -128,7 +140,6 @@ struct DataTaskPublisherTests {
         if thread == 5 { recorder.cancel() } else { recorder.request(.max(1)) }
       }
       recorder.cancel()
-      try await Task.sleep(for: .milliseconds(2))
       try await eventually {
         let counts = StubProtocol.counts(for: url)
         return counts.started == counts.stopped
