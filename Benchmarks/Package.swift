@@ -27,6 +27,7 @@ let package = Package(
       dependencies: [
         .product(name: "Sluice", package: sluice),
         .product(name: "OpenCombine", package: "OpenCombine"),
+        .product(name: "OpenCombineDispatch", package: "OpenCombine"),
         .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
         .product(name: "Benchmark", package: "package-benchmark"),
       ],

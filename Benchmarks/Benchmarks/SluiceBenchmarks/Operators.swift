@@ -1,6 +1,7 @@
 import AsyncAlgorithms
 import Dispatch
 import OpenCombine
+import OpenCombineDispatch
 import Sluice
 import Synchronization
 
@@ -191,18 +192,20 @@ func operatorBenchmarks() {
 
   let receiveOnQueue = "subject → receive(on: DispatchQueue) → sink (per element)"
   let queue = DispatchQueue(label: "benchmarks.receive-on")
-  measureAsync(receiveOnQueue, "Sluice") {
+  measure(receiveOnQueue, "Sluice") {
     let subject = Sluice.PassthroughSubject<Int, Never>()
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+    waitForQueue { done in
       let tally = Tally()
       let cancellable = subject.receive(on: queue).sink { _ in
         tally.count += 1
-        if tally.count == elements { done.resume() }
+        if tally.count == elements { done.signal() }
       }
       for value in 0..<elements { subject.send(value) }
       withExtendedLifetime(cancellable) {}
     }
   }
+  // No OpenCombine row: its receive(on: DispatchQueue) row never finished here (OpenCombine
+  // 0.14 on Linux), even in a process of its own.
   measureAsync(receiveOnQueue, "AsyncStream read from another task") {
     check(await streamReadFromAnotherTask(), elements, receiveOnQueue)
   }
@@ -232,12 +235,21 @@ func operatorBenchmarks() {
   // interval; the row ends when the burst's last value comes out.
   let interval = 1  // milliseconds
   let debounce = "subject burst → debounce(1 ms) → last value (per value sent)"
-  measureAsync(debounce, "Sluice") {
+  measure(debounce, "Sluice") {
     let subject = Sluice.PassthroughSubject<Int, Never>()
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+    waitForQueue { done in
       let cancellable = subject.debounce(for: .milliseconds(interval), scheduler: queue).sink {
-        if $0 == elements - 1 { done.resume() }
+        if $0 == elements - 1 { done.signal() }
       }
+      for value in 0..<elements { subject.send(value) }
+      withExtendedLifetime(cancellable) {}
+    }
+  }
+  measure(debounce, "OpenCombine") {
+    let subject = OpenCombine.PassthroughSubject<Int, Never>()
+    waitForQueue { done in
+      let cancellable = subject.debounce(for: .milliseconds(interval), scheduler: queue.ocombine)
+        .sink { if $0 == elements - 1 { done.signal() } }
       for value in 0..<elements { subject.send(value) }
       withExtendedLifetime(cancellable) {}
     }
@@ -255,14 +267,24 @@ func operatorBenchmarks() {
   }
 
   let throttle = "subject burst → throttle(1 ms, latest: true) → last value (per value sent)"
-  measureAsync(throttle, "Sluice") {
+  measure(throttle, "Sluice") {
     let subject = Sluice.PassthroughSubject<Int, Never>()
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+    waitForQueue { done in
       let cancellable = subject.throttle(
         for: .milliseconds(interval), scheduler: queue, latest: true
       ).sink {
-        if $0 == elements - 1 { done.resume() }
+        if $0 == elements - 1 { done.signal() }
       }
+      for value in 0..<elements { subject.send(value) }
+      withExtendedLifetime(cancellable) {}
+    }
+  }
+  measure(throttle, "OpenCombine") {
+    let subject = OpenCombine.PassthroughSubject<Int, Never>()
+    waitForQueue { done in
+      let cancellable = subject.throttle(
+        for: .milliseconds(interval), scheduler: queue.ocombine, latest: true
+      ).sink { if $0 == elements - 1 { done.signal() } }
       for value in 0..<elements { subject.send(value) }
       withExtendedLifetime(cancellable) {}
     }
@@ -279,6 +301,15 @@ func operatorBenchmarks() {
     await reader.value
     continuation.finish()
   }
+}
+
+/// Runs `body`, then blocks until it signals `done` (from a dispatch queue). Rows that need no
+/// task are synchronous: package-benchmark runs async rows by blocking a cooperative thread,
+/// which on a 2-core host can leave none to resume them.
+func waitForQueue(_ body: (DispatchSemaphore) -> Void) {
+  let done = DispatchSemaphore(value: 0)
+  body(done)
+  done.wait()
 }
 
 /// Yields `elements` values into an `AsyncStream` read by a detached task; returns how many the

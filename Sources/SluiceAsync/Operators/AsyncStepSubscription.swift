@@ -16,6 +16,7 @@ import SluiceCore
 /// thread at a time may be `delivering`.
 /// | event | subscribed, idle | subscribed, delivering | terminal |
 /// |---|---|---|---|
+/// | subscription (awaiting) | — | subscribed and delivering while handing self down; then drain | cancel it |
 /// | value `v` | index it; start a task running the step on it | same | drop |
 /// | a step finishes | keep its result; drain | keep its result (the deliverer drains it) | drop |
 /// | drain | while the next result in order is here: dropped → skip; value and demand → deliver; failure → terminal, cancel all, fail; then top up the upstream; all done after a finish → finish | — | — |
@@ -113,6 +114,9 @@ final class AsyncStepSubscription<Input, Downstream: Subscriber>: Subscriber, Su
       guard !state.subscribed, !state.terminal else { return nil }
       state.subscribed = true
       state.upstream = subscription
+      // Results of values the downstream's first request brings (a step can finish on another
+      // thread at once) wait until `receive(subscription:)` has returned: signals stay serial.
+      state.delivering = true
       return state.downstream
     }
     guard let downstream else {
@@ -120,6 +124,7 @@ final class AsyncStepSubscription<Input, Downstream: Subscriber>: Subscriber, Su
       return
     }
     downstream.receive(subscription: self)
+    drain()
   }
 
   func receive(_ input: Input) -> Subscribers.Demand {

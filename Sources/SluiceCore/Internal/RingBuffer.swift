@@ -1,5 +1,6 @@
 /// A first-in, first-out buffer with amortised O(1) append, removal at the front and removal of
-/// the oldest element: the storage behind the async bridges' buffering policies and the
+/// the oldest element (its capacity is a power of two, so positions wrap with a mask, not a
+/// division): the storage behind the async bridges' buffering policies and the
 /// scheduler hand-offs of `receive(on:)` and `subscribe(on:)`.
 @usableFromInline
 package struct RingBuffer<Element> {
@@ -13,7 +14,7 @@ package struct RingBuffer<Element> {
 
   @inlinable package mutating func append(_ element: Element) {
     if count == storage.count { grow() }
-    storage[(head + count) % storage.count] = element
+    storage[(head &+ count) & (storage.count &- 1)] = element
     count += 1
   }
 
@@ -21,7 +22,7 @@ package struct RingBuffer<Element> {
     guard count > 0 else { return nil }
     let element = storage[head]
     storage[head] = nil
-    head = (head + 1) % storage.count
+    head = (head &+ 1) & (storage.count &- 1)
     count -= 1
     return element
   }
@@ -34,7 +35,8 @@ package struct RingBuffer<Element> {
 
   @inlinable mutating func grow() {
     var grown = ContiguousArray<Element?>(repeating: nil, count: Swift.max(8, storage.count * 2))
-    for index in 0..<count { grown[index] = storage[(head + index) % storage.count] }
+    let mask = storage.count &- 1
+    for index in 0..<count { grown[index] = storage[(head &+ index) & mask] }
     storage = grown
     head = 0
   }

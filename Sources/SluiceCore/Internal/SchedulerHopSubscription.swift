@@ -32,7 +32,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   @usableFromInline
   enum Phase {
     case awaitingSubscription
-    case subscribed(any Subscription)
+    case subscribed
     case completing
     case terminal
   }
@@ -50,12 +50,10 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     @inlinable
     init(downstream: Downstream) { self.downstream = downstream }
 
-    /// The upstream while subscribed.
-    @inlinable
-    var upstream: (any Subscription)? {
-      if case .subscribed(let upstream) = phase { return upstream }
-      return nil
-    }
+    /// The upstream while subscribed. (Not the phase's payload: matching the phase on every
+    /// value would copy the existential.)
+    @usableFromInline
+    var upstream: (any Subscription)?
 
     /// The next signal to deliver and whom to deliver it to (`first`: a scheduled action ran;
     /// otherwise the performer finished one).
@@ -102,7 +100,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   func receive(subscription: any Subscription) {
     let downstream = state.withLock { state -> Downstream? in
       guard case .awaitingSubscription = state.phase else { return nil }
-      state.phase = .subscribed(subscription)
+      state.phase = .subscribed
+      state.upstream = subscription
       // Values the downstream's first request brings wait until it has its subscription.
       state.queue.hold()
       return state.downstream
@@ -132,6 +131,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     let queued = state.withLock { state -> Bool in
       guard case .subscribed = state.phase else { return false }
       state.phase = .completing
+      state.upstream = nil
       state.queue.submit(.completion(completion))
       return true
     }
@@ -164,7 +164,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   @inlinable
   func cancel() {
     let (upstream, released) = state.withLock { state in
-      let upstream = state.upstream
+      let upstream = state.upstream.take()
       defer {
         state.phase = .terminal
         state.downstream = nil

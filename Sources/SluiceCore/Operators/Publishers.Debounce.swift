@@ -43,16 +43,24 @@ extension Publishers {
 
 /// The subscription of `debounce`.
 ///
-/// States: `awaitingSubscription` → `subscribed(upstream)` → `terminal`; while subscribed, a
-/// `generation` counts values and `pending` holds the latest value and its timer.
-/// | event | awaiting | subscribed | terminal |
-/// |---|---|---|---|
-/// | subscription `s` | subscribed; hand self down; request `.unlimited` | cancel `s` | cancel `s` |
-/// | value `v` | drop | generation +1, pending = v, cancel the old timer, start one | drop |
-/// | timer of generation `g` fires | — | `g` current: take pending; deliver it if demand > 0 (demand −1) | nothing |
-/// | completion | drop | terminal; cancel the timer; deliver the completion in a scheduled action | drop |
-/// | `request(n)` | demand +n | demand +n | ignore |
-/// | `cancel()` | terminal | terminal; cancel upstream and timer | nothing |
+/// One timer at a time: a value that arrives while a timer is armed only moves the deadline (its
+/// arrival plus `dueTime`); when the timer fires before the deadline it is re-armed for the
+/// deadline. A burst of values costs one scheduled action per `dueTime`, not one per value, and
+/// the value still comes out when the last one's `dueTime` has passed, as in Combine (which
+/// cancels and re-schedules a timer for every value).
+///
+/// States: `awaitingSubscription` → `subscribed(upstream)` → `terminal`; while subscribed,
+/// `pending` holds the latest value and its `deadline`, and `armed` the timer (its token, the
+/// time it was armed for, its cancellable).
+/// | event | awaiting | subscribed, no timer | subscribed, timer armed | terminal |
+/// |---|---|---|---|---|
+/// | subscription `s` | subscribed; hand self down; request `.unlimited` | cancel `s` | cancel `s` | cancel `s` |
+/// | value `v` | drop | pending = v, deadline; arm a timer for the deadline | pending = v, deadline | drop |
+/// | the armed timer fires | — | — | deadline later than the timer: re-arm for it; else disarm, take pending, deliver it if demand > 0 (demand −1) | nothing |
+/// | an older timer fires | — | nothing | nothing | nothing |
+/// | completion | drop | terminal; deliver the completion in a scheduled action | same; cancel the timer | drop |
+/// | `request(n)` | demand +n | demand +n | demand +n | ignore |
+/// | `cancel()` | terminal | terminal; cancel upstream | terminal; cancel upstream and timer | nothing |
 @usableFromInline
 final class DebounceSubscription<Upstream: Publisher, Context: Scheduler, Downstream: Subscriber>:
   Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
@@ -64,26 +72,87 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   typealias Input = Upstream.Output
   @usableFromInline
   typealias Failure = Upstream.Failure
+  @usableFromInline
+  typealias Time = Context.SchedulerTimeType
 
   @usableFromInline
   enum Phase {
     case awaitingSubscription
-    case subscribed(any Subscription)
+    case subscribed
     case terminal
   }
+
+  @usableFromInline
+  typealias Token = TimerToken<DebounceSubscription>
 
   @usableFromInline
   struct State {
     @usableFromInline
     var phase = Phase.awaitingSubscription
+    /// While subscribed. (Not the phase's payload: matching the phase on every value would copy
+    /// the existential.)
+    @usableFromInline
+    var upstream: (any Subscription)?
     @usableFromInline
     var demand = Subscribers.Demand.none
     @usableFromInline
-    var generation: UInt64 = 0
-    @usableFromInline
     var pending: Input?
+    /// When `pending` comes due.
+    @usableFromInline
+    var deadline: Time?
+    /// The armed timer's token (actions of older timers that fire late are ignored), the time it
+    /// was armed for, and its cancellable once `schedule` returned it. Kept apart, not in one
+    /// optional struct: copying the cancellable existential on every value is what costs.
+    @usableFromInline
+    var armed: Token?
+    @usableFromInline
+    var armedFor: Time?
     @usableFromInline
     var timer: (any Cancellable)?
+    /// The token of the last timer, reused once no scheduled action holds it.
+    @usableFromInline
+    var spare: Token?
+
+    @inlinable
+    init() {}
+
+    /// Arms a new timer for `due` (the caller schedules it); returns its token.
+    @inlinable
+    mutating func arm(for due: Time, of owner: DebounceSubscription) -> Token {
+      let token: Token
+      if spare != nil, isKnownUniquelyReferenced(&spare!) {
+        token = spare!
+      } else {
+        token = Token()
+        spare = token
+      }
+      token.hold(owner)
+      armed = token
+      armedFor = due
+      return token
+    }
+
+    /// Ends the subscription: the upstream (if subscribed), the timer to cancel and the reference
+    /// the armed timer's token held (released after unlocking).
+    @inlinable
+    mutating func terminate() -> (
+      upstream: (any Subscription)?, timer: (any Cancellable)?, owner: AnyObject?
+    ) {
+      phase = .terminal
+      pending = nil
+      deadline = nil
+      armedFor = nil
+      return (upstream.take(), timer.take(), armed.take()?.take())
+    }
+  }
+
+  /// What a timer firing leads to, performed after unlocking.
+  @usableFromInline
+  enum Firing {
+    case nothing
+    case disarm
+    case deliver(Input)
+    case rearm(Token, Time)
   }
 
   @usableFromInline
@@ -114,7 +183,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   func receive(subscription: any Subscription) {
     let accepted = state.withLock { state -> Bool in
       guard case .awaitingSubscription = state.phase else { return false }
-      state.phase = .subscribed(subscription)
+      state.phase = .subscribed
+      state.upstream = subscription
       return true
     }
     guard accepted, let downstream = delivery.downstream else {
@@ -127,57 +197,73 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
-    let generation = state.withLock { state -> UInt64? in
+    let due = scheduler.now.advanced(by: dueTime)
+    let token = state.withLock { state -> Token? in
       guard case .subscribed = state.phase else { return nil }
-      state.generation += 1
       state.pending = input
-      return state.generation
+      state.deadline = due
+      return state.armed == nil ? state.arm(for: due, of: self) : nil
     }
-    guard let generation else { return .none }
-    // Combine schedules a repeating action and cancels it once it fired or was superseded.
-    let timer = scheduler.schedule(
-      after: scheduler.now.advanced(by: dueTime), interval: dueTime,
-      tolerance: scheduler.minimumTolerance, options: options
-    ) { [weak self] in self?.due(generation) }
-    let stale = state.withLock { state -> (any Cancellable)? in
-      guard case .subscribed = state.phase, state.generation == generation else { return timer }
-      defer { state.timer = timer }
-      return state.timer
-    }
-    stale?.cancel()
+    if let token { start(token, at: due) }
     return .none
   }
 
-  /// The timer of `generation` fired.
+  /// Schedules the timer of `token` for `due`. As Combine, a repeating action, cancelled once it
+  /// fired or the subscription ended.
   @inlinable
-  func due(_ generation: UInt64) {
-    let (value, timer) = state.withLock { state -> (Input?, (any Cancellable)?) in
-      guard case .subscribed = state.phase, state.generation == generation else {
-        return (nil, nil)
+  func start(_ token: Token, at due: Time) {
+    let timer = scheduler.schedule(
+      after: due, interval: dueTime, tolerance: scheduler.minimumTolerance, options: options
+    ) { [token] in token.take()?.fire(token) }
+    // The timer may already have fired (a scheduler that runs actions at once) or the
+    // subscription ended meanwhile: then it is cancelled now.
+    let stale = state.withLock { state -> (any Cancellable)? in
+      guard state.armed === token else { return timer }
+      state.timer = timer
+      return nil
+    }
+    stale?.cancel()
+  }
+
+  /// The timer of `token` fired.
+  @inlinable
+  func fire(_ token: Token) {
+    let (firing, timer) = state.withLock { state -> (Firing, (any Cancellable)?) in
+      guard case .subscribed = state.phase, state.armed === token, let due = state.armedFor
+      else { return (.nothing, nil) }
+      let timer = state.timer.take()
+      if let deadline = state.deadline, due < deadline {
+        // The old action still holds its token, so the new timer gets a new one.
+        return (.rearm(state.arm(for: deadline, of: self), deadline), timer)
       }
-      let timer = state.timer
-      state.timer = nil
-      guard let value = state.pending else { return (nil, timer) }
-      state.pending = nil
-      guard state.demand > 0 else { return (nil, timer) }
+      state.armed = nil
+      state.armedFor = nil
+      state.deadline = nil
+      guard let value = state.pending.take(), state.demand > 0 else { return (.disarm, timer) }
       state.demand -= 1
-      return (value, timer)
+      return (.deliver(value), timer)
     }
     timer?.cancel()
-    guard let value else { return }
-    let more = delivery.send(.value(value))
-    if more > 0 { state.withLock { $0.demand += more } }
+    switch firing {
+    case .nothing, .disarm:
+      return
+    case .rearm(let token, let due):
+      start(token, at: due)
+    case .deliver(let value):
+      let more = delivery.send(.value(value))
+      if more > 0 { state.withLock { $0.demand += more } }
+    }
   }
 
   @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
-    let (live, timer) = state.withLock { state -> (Bool, (any Cancellable)?) in
-      guard case .subscribed = state.phase else { return (false, nil) }
-      state.phase = .terminal
-      state.pending = nil
-      defer { state.timer = nil }
-      return (true, state.timer)
+    let (live, timer, owner) = state.withLock {
+      state -> (Bool, (any Cancellable)?, AnyObject?) in
+      guard case .subscribed = state.phase else { return (false, nil, nil) }
+      let (_, timer, owner) = state.terminate()
+      return (true, timer, owner)
     }
+    withExtendedLifetime(owner) {}
     timer?.cancel()
     guard live else { return }
     scheduler.schedule(options: options) { [self] in delivery.send(.completion(completion)) }
@@ -194,18 +280,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func cancel() {
-    let (upstream, timer) = state.withLock { state -> ((any Subscription)?, (any Cancellable)?) in
-      let upstream: (any Subscription)?
-      if case .subscribed(let subscription) = state.phase {
-        upstream = subscription
-      } else {
-        upstream = nil
-      }
-      state.phase = .terminal
-      state.pending = nil
-      defer { state.timer = nil }
-      return (upstream, state.timer)
-    }
+    let (upstream, timer, owner) = state.withLock { $0.terminate() }
+    withExtendedLifetime(owner) {}
     timer?.cancel()
     upstream?.cancel()
     delivery.end()

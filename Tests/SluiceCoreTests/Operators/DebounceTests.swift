@@ -1,6 +1,7 @@
 import Dispatch
 import SluiceCore
 import SluiceTesting
+import Synchronization
 import Testing
 
 /// `debounce(for:scheduler:)` on virtual time.
@@ -29,6 +30,58 @@ struct DebounceTests {
     scheduler.advance(by: .seconds(1))
     #expect(recorder.values == [3, 4])
     #expect(scheduler.pendingActionCount == 0, "fired timers are cancelled")
+  }
+
+  @Test func aBurstKeepsOneTimerAndReArmsItForTheLastValue() {
+    let scheduler = DispatchQueue.test
+    let source = TestPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    let counting = CountingScheduler(scheduler)
+    source.debounce(for: .milliseconds(300), scheduler: counting).subscribe(recorder)
+    // Ten values 100 ms apart: one timer at a time, moved forward, never one per value.
+    for value in 1...10 {
+      source.send(value)
+      #expect(scheduler.pendingActionCount == 1)
+      scheduler.advance(by: .milliseconds(100))
+    }
+    // Armed at 0 ms for 300; re-armed when it fires for the latest deadline it finds: at 300
+    // for 500, at 500 for 700, at 700 for 900, at 900 for 1100 (Combine: one per value).
+    #expect(counting.scheduled.withLock { $0 } == 5)
+    #expect(recorder.values.isEmpty, "no 300 ms gap yet")
+    // The last value came at 900 ms (the clock now reads 1000 ms): due at 1200 ms.
+    scheduler.advance(by: .milliseconds(199))
+    #expect(recorder.values.isEmpty)
+    scheduler.advance(by: .milliseconds(1))
+    #expect(recorder.values == [10])
+    #expect(counting.scheduled.withLock { $0 } == 6, "re-armed at 1100 for 1200")
+    #expect(scheduler.pendingActionCount == 0)
+    // Values at the same instant: the latest one comes out, once.
+    source.send(11)
+    source.send(12)
+    scheduler.advance(by: .milliseconds(300))
+    #expect(recorder.values == [10, 12])
+  }
+
+  @Test func onTheImmediateSchedulerEveryValueIsDueAtOnce() {
+    let source = TestPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    source.debounce(for: .seconds(1), scheduler: ImmediateScheduler.shared).subscribe(recorder)
+    for value in 1...5 { source.send(value) }
+    #expect(recorder.values == [1, 2, 3, 4, 5])
+    source.send(completion: .finished)
+    #expect(recorder.completion == .finished)
+  }
+
+  @Test func aValueSentByTheDownstreamWhileReceivingIsDebouncedToo() {
+    let source = PassthroughSubject<Int, Never>()
+    var received: [Int] = []
+    let cancellable = source.debounce(for: .zero, scheduler: ImmediateScheduler.shared).sink {
+      received.append($0)
+      if $0 < 3 { source.send($0 + 1) }
+    }
+    source.send(1)
+    #expect(received == [1, 2, 3])
+    withExtendedLifetime(cancellable) {}
   }
 
   @Test func aValueThatComesDueWithoutDemandIsDropped() {
@@ -91,5 +144,40 @@ struct DebounceTests {
     #expect(values.count == 2)
     #expect(values.last == -1, "one burst, one value, then the sentinel")
     #expect(checker.violations.isEmpty, "\(checker.violations)")
+  }
+}
+
+/// A scheduler that counts the timers scheduled on the test scheduler it wraps.
+private final class CountingScheduler: Scheduler, Sendable {
+  typealias SchedulerTimeType = DispatchQueue.SchedulerTimeType
+  typealias SchedulerOptions = DispatchQueue.SchedulerOptions
+
+  let base: TestSchedulerOf<DispatchQueue>
+  let scheduled = Mutex(0)
+
+  init(_ base: TestSchedulerOf<DispatchQueue>) { self.base = base }
+
+  var now: SchedulerTimeType { base.now }
+  var minimumTolerance: SchedulerTimeType.Stride { base.minimumTolerance }
+
+  func schedule(options: SchedulerOptions?, _ action: @escaping () -> Void) {
+    base.schedule(options: options, action)
+  }
+
+  func schedule(
+    after date: SchedulerTimeType, tolerance: SchedulerTimeType.Stride,
+    options: SchedulerOptions?, _ action: @escaping () -> Void
+  ) {
+    scheduled.withLock { $0 += 1 }
+    base.schedule(after: date, tolerance: tolerance, options: options, action)
+  }
+
+  func schedule(
+    after date: SchedulerTimeType, interval: SchedulerTimeType.Stride,
+    tolerance: SchedulerTimeType.Stride, options: SchedulerOptions?, _ action: @escaping () -> Void
+  ) -> any Cancellable {
+    scheduled.withLock { $0 += 1 }
+    return base.schedule(
+      after: date, interval: interval, tolerance: tolerance, options: options, action)
   }
 }

@@ -238,6 +238,23 @@ extension PublisherCase {
     op("timeout(on: serial queue)", numbers) {
       $0.timeout(.seconds(3_600), scheduler: serialQueue).eraseToAnyPublisher()
     }.flushed { await withCheckedContinuation { done in serialQueue.async { done.resume() } } },
+    // debounce drops what comes due without demand: a buffer after it takes everything (every
+    // value is due at once on ImmediateScheduler) and hands it out on demand. (No such case for
+    // throttle: as Combine's, it asks its upstream for `.unlimited` before handing its
+    // subscription down, so a synchronous source's values come before any demand.)
+    op("debounce(ImmediateScheduler)", numbers) {
+      $0.debounce(for: .seconds(1), scheduler: ImmediateScheduler.shared)
+        .buffer(size: 20, prefetch: .keepFull, whenFull: .dropNewest).eraseToAnyPublisher()
+    },
+    op("debounce(1 h, serial queue)", []) {
+      // Nothing comes due before the upstream finishes; Combine drops the waiting value.
+      $0.debounce(for: .seconds(3_600), scheduler: serialQueue).eraseToAnyPublisher()
+    }.flushed { await withCheckedContinuation { done in serialQueue.async { done.resume() } } },
+    op("collect(byTime: 1 h, serial queue)", numbers) {
+      // One group, sent when the upstream finishes.
+      $0.collect(.byTime(serialQueue, .seconds(3_600))).flatMap { $0.publisher }
+        .eraseToAnyPublisher()
+    }.flushed { await withCheckedContinuation { done in serialQueue.async { done.resume() } } },
     op("measureInterval", numbers) {
       $0.measureInterval(using: ImmediateScheduler.shared).map { _ in 0 }
         .scan(0) { count, _ in count + 1 }.eraseToAnyPublisher()
