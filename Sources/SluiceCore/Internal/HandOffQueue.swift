@@ -10,6 +10,7 @@
 /// |---|---|---|
 /// | `submit(item)` | queue it (the caller schedules one action) | same |
 /// | `actionRan` | take the oldest item: performing | owed +1, take nothing |
+/// | `submitAndRun(item)` | perform it (or the oldest): performing | queue it, owed +1 |
 /// | `performed` | — | an item owed and queued: take it (owed −1); else idle |
 /// | `clear` | drop the queue | drop the queue; the performer stops after its item |
 /// | `hold` (the owner signals downstream itself) | performing | — |
@@ -23,6 +24,18 @@ struct HandOffQueue<Item> {
   @inlinable init() {}
 
   @inlinable mutating func submit(_ item: Item) { items.append(item) }
+
+  /// `submit(item)` and `actionRan()` at once, for a scheduler that runs every action inside
+  /// `schedule` (``ImmediateScheduler``): the item to perform now, or `nil` (it waits for the
+  /// thread performing). An idle, empty queue hands the item straight back without storing it.
+  @inlinable mutating func submitAndRun(_ item: Item) -> Item? {
+    if !performing && items.isEmpty {
+      performing = true
+      return item
+    }
+    items.append(item)
+    return actionRan()
+  }
 
   /// A scheduled action ran: the item it should perform now, or `nil` (another thread is
   /// performing and will perform it, or the queue was cleared).

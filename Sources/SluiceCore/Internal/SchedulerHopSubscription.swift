@@ -6,7 +6,7 @@
 /// | event | awaiting | subscribed | completing | terminal |
 /// |---|---|---|---|---|
 /// | subscription `s` | subscribed; hand self downstream | cancel `s` | cancel `s` | cancel `s` |
-/// | value | drop | queue it, schedule an action; return `.none` | drop | drop |
+/// | value | drop | queue it, schedule an action (``ImmediateScheduler``: run the action now, in the same lock as the queueing); return `.none` | drop | drop |
 /// | completion | drop | queue it, schedule an action: completing | drop | drop |
 /// | action runs | — | deliver the oldest queued value (while the subscription is being handed down: reschedule once it is); request what it returns | same; the completion: terminal | nothing |
 /// | `request(n)` | ignore | request `n` upstream | ignore | ignore |
@@ -59,7 +59,13 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     /// otherwise the performer finished one).
     @inlinable
     mutating func next(first: Bool) -> (Signal, Downstream)? {
-      guard let signal = first ? queue.actionRan() : queue.performed() else { return nil }
+      deliverable(first ? queue.actionRan() : queue.performed())
+    }
+
+    /// `signal`, taken from the queue to be performed, with the downstream to deliver it to.
+    @inlinable
+    mutating func deliverable(_ signal: Signal?) -> (Signal, Downstream)? {
+      guard let signal else { return nil }
       guard let downstream else {
         queue.clear()
         _ = queue.performed()
@@ -84,15 +90,20 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   let resume: (@escaping () -> Void) -> Void
   @usableFromInline
   let state: Lock<State>
+  /// The scheduler runs every action inside `schedule` (``ImmediateScheduler``): a signal is
+  /// submitted and its action run under one lock, without scheduling a closure.
+  @usableFromInline
+  let runsActionsAtOnce: Bool
 
   @inlinable
   init(
     name: String, downstream: Downstream, hop: @escaping (@escaping () -> Void) -> Void,
-    resume: @escaping (@escaping () -> Void) -> Void
+    resume: @escaping (@escaping () -> Void) -> Void, runsActionsAtOnce: Bool = false
   ) {
     self.name = name
     self.hop = hop
     self.resume = resume
+    self.runsActionsAtOnce = runsActionsAtOnce
     state = Lock(State(downstream: downstream))
   }
 
@@ -117,6 +128,14 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
+    if runsActionsAtOnce {
+      let first = state.withLock { state -> (Signal, Downstream)? in
+        guard case .subscribed = state.phase else { return nil }
+        return state.deliverable(state.queue.submitAndRun(.value(input)))
+      }
+      if let first { perform(first) }
+      return .none
+    }
     let queued = state.withLock { state -> Bool in
       guard case .subscribed = state.phase else { return false }
       state.queue.submit(.value(input))
@@ -128,22 +147,34 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
-    let queued = state.withLock { state -> Bool in
-      guard case .subscribed = state.phase else { return false }
+    let (queued, first) = state.withLock { state -> (Bool, (Signal, Downstream)?) in
+      guard case .subscribed = state.phase else { return (false, nil) }
       state.phase = .completing
       state.upstream = nil
-      state.queue.submit(.completion(completion))
-      return true
+      guard runsActionsAtOnce else {
+        state.queue.submit(.completion(completion))
+        return (true, nil)
+      }
+      return (false, state.deliverable(state.queue.submitAndRun(.completion(completion))))
     }
     if queued { hop { self.deliver() } }
+    if let first { perform(first) }
   }
 
   /// A scheduled action: delivers the signal it stands for (or, if another thread is delivering,
   /// leaves it to that thread), then any signals owed meanwhile.
   @inlinable
   func deliver() {
-    var next = state.withLock { $0.next(first: true) }
-    while let (signal, downstream) = next {
+    guard let first = state.withLock({ $0.next(first: true) }) else { return }
+    perform(first)
+  }
+
+  /// Delivers `first`, taken from the queue (this thread is now performing), then every signal
+  /// owed meanwhile, until the queue is idle.
+  @inlinable
+  func perform(_ first: consuming (Signal, Downstream)) {
+    var (signal, downstream) = first
+    while true {
       switch signal {
       case .value(let value):
         let more = downstream.receive(value)
@@ -151,9 +182,11 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
       case .completion(let completion):
         downstream.receive(completion: completion)
       }
-      next = state.withLock { $0.next(first: false) }
+      guard let next = state.withLock({ $0.next(first: false) }) else { return }
+      (signal, downstream) = next
     }
   }
+
 
   @inlinable
   func request(_ demand: Subscribers.Demand) {

@@ -49,7 +49,8 @@ extension Publishers {
               after: scheduler.now.advanced(by: interval), tolerance: tolerance,
               options: options, action)
           },
-          resume: { scheduler.schedule(options: options, $0) }))
+          resume: { scheduler.schedule(options: options, $0) },
+          runsActionsAtOnce: Context.self == ImmediateScheduler.self))
     }
   }
 }

@@ -36,7 +36,8 @@ extension Publishers {
       let now = { (action: @escaping () -> Void) in scheduler.schedule(options: options, action) }
       upstream.receive(
         subscriber: SchedulerHopSubscription<Upstream, S>(
-          name: "ReceiveOn", downstream: subscriber, hop: now, resume: now))
+          name: "ReceiveOn", downstream: subscriber, hop: now, resume: now,
+          runsActionsAtOnce: Context.self == ImmediateScheduler.self))
     }
   }
 }

@@ -33,6 +33,48 @@ struct SchedulingOperatorTests {
     #expect(recorder.completion == .finished)
   }
 
+  @Test func receiveOnTheImmediateSchedulerDeliversAtOnceButNeverNested() {
+    // The downstream sends into the subject while receiving: that value waits until the
+    // current delivery returns (as the scheduled action of Combine's operator would), then
+    // comes before anything sent later.
+    let subject = PassthroughSubject<Int, Never>()
+    let depth = Mutex(0)
+    let log = Mutex<[String]>([])
+    let cancellable = subject.receive(on: ImmediateScheduler.shared).sink { value in
+      let nested = depth.withLock { depth in
+        depth += 1
+        return depth
+      }
+      log.withLock { $0.append("begin \(value) at depth \(nested)") }
+      if value < 3 { subject.send(value * 10) }
+      log.withLock { $0.append("end \(value)") }
+      depth.withLock { $0 -= 1 }
+    }
+    subject.send(1)
+    subject.send(2)
+    subject.send(completion: .finished)
+    #expect(
+      log.withLock { $0 } == [
+        "begin 1 at depth 1", "end 1", "begin 10 at depth 1", "end 10",
+        "begin 2 at depth 1", "end 2", "begin 20 at depth 1", "end 20",
+      ])
+    cancellable.cancel()
+  }
+
+  @Test func receiveOnTheImmediateSchedulerRequestsWhatTheDownstreamReturns() throws {
+    let source = TestPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .max(1), demandPerValue: .max(1))
+    source.receive(on: ImmediateScheduler.shared).subscribe(recorder)
+    source.send(1)
+    source.send(2)
+    source.send(completion: .finished)
+    #expect(recorder.values == [1, 2])
+    #expect(recorder.completion == .finished)
+    // Each value returns .none upstream; the downstream's demand is requested separately.
+    #expect(source.subscriptions[0].requests == [.max(1), .max(1), .max(1)])
+    #expect(source.subscriptions[0].totalDemand == .max(3), "no demand returned from receive(_:)")
+  }
+
   @Test func receiveOnCancelDropsWhatIsWaitingForTheScheduler() {
     let scheduler = DispatchQueue.test
     let source = TestPublisher<Int, Never>()

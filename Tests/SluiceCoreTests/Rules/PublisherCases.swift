@@ -197,6 +197,12 @@ extension PublisherCase {
     op("receive(on: serial queue)", numbers) {
       $0.receive(on: serialQueue).eraseToAnyPublisher()
     }.flushed { await withCheckedContinuation { done in serialQueue.async { done.resume() } } },
+    op("receive(on: ImmediateScheduler)", numbers) {
+      $0.receive(on: ImmediateScheduler.shared).eraseToAnyPublisher()
+    },
+    op("delay(ImmediateScheduler)", numbers) {
+      $0.delay(for: .zero, scheduler: ImmediateScheduler.shared).eraseToAnyPublisher()
+    },
     op("receive(on: concurrent queue)", numbers) {
       $0.receive(on: concurrentQueue).eraseToAnyPublisher()
     }.flushed {
