@@ -187,7 +187,6 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     }
   }
 
-
   @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
