@@ -22,9 +22,11 @@ let package = Package(
       traits: ["MallocInterposer"]),
   ],
   targets: [
+    .target(name: "AppCode", path: "Benchmarks/AppCode"),
     .executableTarget(
       name: "SluiceBenchmarks",
       dependencies: [
+        "AppCode",
         .product(name: "Sluice", package: sluice),
         .product(name: "OpenCombine", package: "OpenCombine"),
         .product(name: "OpenCombineDispatch", package: "OpenCombine"),
@@ -33,7 +35,7 @@ let package = Package(
       ],
       path: "Benchmarks/SluiceBenchmarks",
       plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
-    )
+    ),
   ],
   swiftLanguageModes: [.v6]
 )

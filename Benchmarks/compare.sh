@@ -42,10 +42,13 @@ for scenario in seen:
 PY
 
 index=0
+total=$(wc -l <"$out/filters")
 while IFS= read -r filter; do
   index=$((index + 1))
   mkdir -p "$out/$index"
   status=0
+  started=$SECONDS
+  echo "compare.sh: [$index/$total] ${filter% \\| .\*}" >&2
   timeout 900 swift package --disable-sandbox benchmark --format jmh --path "$out/$index" \
     --filter "$filter" "$@" >"$out/$index/run.log" 2>&1 </dev/null || status=$?
   if [[ $status == 124 ]]; then
@@ -56,6 +59,7 @@ while IFS= read -r filter; do
     cat "$out/$index/run.log"
     exit 1
   fi
+  echo "compare.sh:   done in $((SECONDS - started)) s" >&2
 done <"$out/filters"
 
 lscpu | grep -m1 'Model name' || true

@@ -1,3 +1,4 @@
+import AppCode
 import OpenCombine
 import Sluice
 
@@ -140,6 +141,97 @@ func coreBenchmarks() {
       check(tally.count, elements * sinks, send)
       withExtendedLifetime(cancellables) {}
     }
+  }
+
+  // App shapes: a sink that updates a view model's stored properties; operator closures that
+  // are references to functions in another module (AppCode); a chain spelled with the
+  // publishers' initialisers instead of the operator methods.
+  let model = "PassthroughSubject.send → sink updating a view model's properties (per send)"
+  measure(model, "Sluice") {
+    let counter = CounterModel()
+    let subject = Sluice.PassthroughSubject<Int, Never>()
+    let cancellable = subject.sink { value in
+      counter.count += 1
+      counter.last = value
+      counter.total &+= value
+    }
+    for value in 0..<elements { subject.send(value) }
+    check(counter.count, elements, model)
+    withExtendedLifetime(cancellable) {}
+  }
+  measure(model, "OpenCombine") {
+    let counter = CounterModel()
+    let subject = OpenCombine.PassthroughSubject<Int, Never>()
+    let cancellable = subject.sink { value in
+      counter.count += 1
+      counter.last = value
+      counter.total &+= value
+    }
+    for value in 0..<elements { subject.send(value) }
+    check(counter.count, elements, model)
+    withExtendedLifetime(cancellable) {}
+  }
+
+  let references =
+    "Deferred(0..<n) → map → filter → scan → sink, functions from another module (per element)"
+  measure(references, "Sluice") {
+    let counter = CounterModel()
+    _ = Sluice.Deferred { Sluice.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<elements) }
+      .map(doubled).filter(notMultipleOfThree).scan(0, runningSum)
+      .sink {
+        counter.count += 1; counter.last = $0
+      }
+    check(counter.count, elements * 2 / 3, references)
+  }
+  measure(references, "OpenCombine") {
+    let counter = CounterModel()
+    _ = OpenCombine.Deferred {
+      OpenCombine.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<elements)
+    }
+    .map(doubled).filter(notMultipleOfThree).scan(0, runningSum)
+    .sink {
+      counter.count += 1; counter.last = $0
+    }
+    check(counter.count, elements * 2 / 3, references)
+  }
+  measure(references, "hand-written loop") {
+    let counter = CounterModel()
+    var sum = 0
+    for value in 0..<elements {
+      let twice = doubled(value)
+      guard notMultipleOfThree(twice) else { continue }
+      sum = runningSum(sum, twice)
+      counter.count += 1
+      counter.last = sum
+    }
+    check(counter.count, elements * 2 / 3, references)
+  }
+
+  let initialisers =
+    "Publishers.Scan(upstream: Filter(upstream: Map(upstream: …))) → sink (per element)"
+  measure(initialisers, "Sluice") {
+    let tally = Tally()
+    let source = Sluice.Deferred {
+      Sluice.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<elements)
+    }
+    let mapped = Sluice.Publishers.Map(upstream: source, transform: doubled)
+    let filtered = Sluice.Publishers.Filter(upstream: mapped, isIncluded: notMultipleOfThree)
+    let scanned = Sluice.Publishers.Scan(
+      upstream: filtered, initialResult: 0, nextPartialResult: runningSum)
+    _ = scanned.sink { consume(tally, $0) }
+    check(tally.count, elements * 2 / 3, initialisers)
+  }
+  measure(initialisers, "OpenCombine") {
+    let tally = Tally()
+    let source = OpenCombine.Deferred {
+      OpenCombine.Publishers.Sequence<Range<Int>, Never>(sequence: 0..<elements)
+    }
+    let mapped = OpenCombine.Publishers.Map(upstream: source, transform: doubled)
+    let filtered = OpenCombine.Publishers.Filter(upstream: mapped, isIncluded: notMultipleOfThree)
+    let scanned = OpenCombine.Publishers.Scan(
+      upstream: filtered, initialResult: 0, nextPartialResult: runningSum)
+    _ = scanned.sink { consume(tally, $0) }
+    check(tally.count, elements * 2 / 3, initialisers)
   }
 
   let cycle = "subscribe + cancel a sink on a subject (per cycle)"

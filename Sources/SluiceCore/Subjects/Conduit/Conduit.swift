@@ -1,3 +1,5 @@
+public import Synchronization
+
 /// How a ``SubjectCore`` reaches one of its subscriptions, whatever the subscriber's type.
 ///
 /// The closures are made when the subscriber attaches, in code specialized for its type, so a
@@ -21,6 +23,23 @@ struct ConduitEntry<Output, Failure: Error> {
 }
 
 /// A subject's subscription to one subscriber: per-subscriber demand, serial delivery.
+///
+/// **Fast path.** While the subscriber's demand is `.unlimited` and nothing is queued, owed or
+/// finishing (a `sink`, an `assign`, most operators), a value needs no lock: one atomic word,
+/// ``fast``, elects the thread that delivers. Its bits: *eligible* (the state allows a lock-free
+/// delivery), *delivering* (a thread is delivering one), *interrupted* (another event came
+/// meanwhile; the deliverer owes a drain).
+///
+/// | event | eligible | eligible + delivering | delivering + interrupted | 0 |
+/// |---|---|---|---|---|
+/// | `offer(v)` | + delivering: deliver `v` without locking | lock (below) | lock (below) | lock (below) |
+/// | delivery returns | — | − delivering (no lock) | clear the word, drain under the lock | — |
+/// | any event under the lock (offer, request, finish, cancel) | clear | interrupted, not eligible; the state counts as draining | same | nothing |
+/// | the drain goes idle with unlimited demand, nothing queued or owed | — | — | — | eligible |
+///
+/// Only the deliverer holding *delivering* reads ``fastDownstream``; the lock writes it only
+/// while the word is 0, so a cancel during a fast delivery leaves the release of the downstream
+/// to the deliverer's drain.
 ///
 /// **Demand**: a value offered while the subscriber has no demand is dropped (for subjects with a
 /// current value, the subscriber is then owed the latest value on its next request).
@@ -47,6 +66,11 @@ final class Conduit<Downstream: Subscriber>: Subscription,
   /// subscribers call them through `any Subscription`, whose generic implementations forward.
   @usableFromInline let specializedRequest: (Conduit, Subscribers.Demand) -> Void
   @usableFromInline let specializedCancel: (Conduit) -> Void
+  /// The fast path's word (see the type's table).
+  @usableFromInline let fast = Atomic<UInt>(0)
+  /// The downstream for fast deliveries, until terminal. Safety: read only by the thread that
+  /// set *delivering*; written only under the lock while ``fast`` is 0.
+  @usableFromInline @exclusivity(unchecked) var fastDownstream: Downstream?
 
   @inlinable
   init(parent: Parent, subject: AnyObject?, downstream: Downstream) {
@@ -59,6 +83,27 @@ final class Conduit<Downstream: Subscriber>: Subscription,
         replaysCurrentValue: parent.replaysCurrentValue))
     specializedRequest = { $0.requestSpecialized($1) }
     specializedCancel = { $0.cancelSpecialized() }
+    fastDownstream = downstream
+  }
+
+  @inlinable static var eligible: UInt { 1 }
+  @inlinable static var delivering: UInt { 2 }
+  @inlinable static var interrupted: UInt { 4 }
+
+  /// Called under the lock before an event changes the state: no new fast delivery starts.
+  /// `true` when one is in flight; the caller then marks the state draining, and the
+  /// deliverer drains once its delivery returns.
+  @inlinable
+  func suspendFastPath() -> Bool {
+    var old = fast.load(ordering: .acquiring)
+    while old != 0 {
+      let new = old & Self.delivering != 0 ? Self.delivering | Self.interrupted : 0
+      let (exchanged, original) = fast.compareExchange(
+        expected: old, desired: new, ordering: .acquiringAndReleasing)
+      if exchanged { return new != 0 }
+      old = original
+    }
+    return false
   }
 
   /// This conduit as the subject core sees it.
@@ -69,7 +114,25 @@ final class Conduit<Downstream: Subscriber>: Subscription,
 
   @inlinable
   func offer(_ value: Output) {
-    let action = state.withLock { $0.offered(value, replaysCurrentValue: replaysCurrentValue) }
+    if fast.compareExchange(
+      expected: Self.eligible, desired: Self.eligible | Self.delivering, ordering: .acquiring
+    ).exchanged {
+      // Safety: this thread set *delivering*, so nothing writes `fastDownstream` meanwhile.
+      _ = fastDownstream.unsafelyUnwrapped.receive(value)  // demand stays `.unlimited`
+      if fast.compareExchange(
+        expected: Self.eligible | Self.delivering, desired: Self.eligible, ordering: .releasing
+      ).exchanged {
+        return
+      }
+      // Interrupted: the state counts as draining, and this thread is its drainer.
+      fast.store(0, ordering: .releasing)
+      drain(adding: .none)
+      return
+    }
+    let action = state.withLock { state in
+      if suspendFastPath() { state.draining = true }
+      return state.offered(value, replaysCurrentValue: replaysCurrentValue)
+    }
     if case .deliver(let downstream) = action {
       drain(adding: downstream.receive(value))
     }
@@ -77,7 +140,11 @@ final class Conduit<Downstream: Subscriber>: Subscription,
 
   @inlinable
   func finish(_ completion: Subscribers.Completion<Failure>) {
-    if state.withLock({ $0.finished(completion) }) { drain(adding: .none) }
+    let drains = state.withLock { state in
+      if suspendFastPath() { state.draining = true }
+      return state.finished(completion)
+    }
+    if drains { drain(adding: .none) }
   }
 
   @inlinable
@@ -87,7 +154,10 @@ final class Conduit<Downstream: Subscriber>: Subscription,
   func requestSpecialized(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     let demand = demandIsOnOff ? .unlimited : demand
-    let (drains, parent) = state.withLock { ($0.requested(demand), $0.firstRequest()) }
+    let (drains, parent) = state.withLock { state in
+      if suspendFastPath() { state.draining = true }
+      return (state.requested(demand), state.firstRequest())
+    }
     if drains { drain(adding: .none) }
     // After draining: a value the upstream sends while it is asked for `.unlimited` then finds
     // this conduit idle and is delivered at once, in order with the upstream's other effects.
@@ -99,9 +169,14 @@ final class Conduit<Downstream: Subscriber>: Subscription,
 
   @inlinable
   func cancelSpecialized() {
-    let released = state.withLock { $0.cancelled() }
+    let (released, fastDownstream) = state.withLock { state in
+      // A fast delivery in flight keeps `fastDownstream`; its drain releases it.
+      let delivering = suspendFastPath()
+      if delivering { state.draining = true }
+      return (state.cancelled(), delivering ? nil : self.fastDownstream.take())
+    }
     released.parent?.detach(self)
-    withExtendedLifetime(released) {}
+    withExtendedLifetime((released, fastDownstream)) {}
   }
 
   /// The drain loop; only the thread that `ConduitState` made the drainer runs it.
@@ -109,7 +184,21 @@ final class Conduit<Downstream: Subscriber>: Subscription,
   func drain(adding demand: Subscribers.Demand) {
     var more = demand
     while true {
-      switch state.withLock({ $0.nextStep(adding: more) }) {
+      let (step, released) = state.withLock {
+        state -> (ConduitState<Downstream, Parent>.Step, Downstream?) in
+        let step = state.nextStep(adding: more)
+        switch step {
+        case .idle where state.downstream == nil, .complete:
+          return (step, fastDownstream.take())
+        case .idle:
+          if state.allowsFastDelivery { fast.store(Self.eligible, ordering: .releasing) }
+          return (step, nil)
+        case .deliver, .deliverCurrentValue:
+          return (step, nil)
+        }
+      }
+      withExtendedLifetime(released) {}
+      switch step {
       case .deliver(let downstream, let value):
         more = downstream.receive(value)
       case .deliverCurrentValue(let downstream, let parent):

@@ -144,6 +144,13 @@ struct ConduitState<Downstream: Subscriber, Parent> {
     return .idle
   }
 
+  /// Whether the next value may skip the lock (see ``Conduit``): idle, live, unlimited demand,
+  /// nothing queued, owed or finishing.
+  @inlinable var allowsFastDelivery: Bool {
+    !draining && downstream != nil && completion == nil && demand == .unlimited
+      && queueHead == queue.count && !owesCurrentValue
+  }
+
   /// Terminal; returns what to release (and to detach from) after unlocking. Idempotent.
   @inlinable mutating func cancelled() -> (
     downstream: Downstream?, parent: Parent?, subject: AnyObject?, queue: [Output]
