@@ -12,7 +12,12 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+# COMPARE_KEEP=1 keeps the raw results (package-benchmark's JMH files) and prints where.
+if [[ -n "${COMPARE_KEEP:-}" ]]; then
+  trap 'echo "compare.sh: results kept in $out" >&2' EXIT
+else
+  trap 'rm -rf "$out"' EXIT
+fi
 
 pattern=''
 if [[ "${1:-}" == "--scenarios" ]]; then

@@ -76,6 +76,54 @@ struct ClockSchedulerTests {
     #expect(await counter.log == Array(0..<count))
   }
 
+  @Test("bursts separated by quiet periods reuse the parked worker, in order")
+  func parkedWorkerResumesForEachBurst() async {
+    let counter = Counter()
+    let scheduler = ActorScheduler(counter)
+    for burst in 0..<50 {
+      for value in 0..<20 {
+        scheduler.schedule { counter.assumeIsolated { $0.log.append(burst * 20 + value) } }
+      }
+      // The worker empties the queue and parks before the next burst.
+      #expect(await eventually { await counter.log.count == (burst + 1) * 20 })
+    }
+    #expect(await counter.log == Array(0..<1_000))
+  }
+
+  @Test("a released scheduler still runs what it scheduled, then its worker ends")
+  func releasedSchedulerFinishesItsActionsAndEnds() async {
+    weak var releasedActor: Counter?
+    do {
+      let counter = Counter()
+      releasedActor = counter
+      do {
+        let scheduler = ActorScheduler(counter)
+        for value in 0..<100 {
+          scheduler.schedule { counter.assumeIsolated { $0.log.append(value) } }
+        }
+      }  // released at once, with actions still queued
+      #expect(await eventually { await counter.log.count == 100 })
+      #expect(await counter.log == Array(0..<100))
+    }
+    // The worker task held the actor; it returned instead of parking for good.
+    #expect(await eventually { releasedActor == nil })
+  }
+
+  @Test("a released idle scheduler's parked worker ends")
+  func releasedIdleSchedulerEndsItsParkedWorker() async {
+    weak var releasedActor: Counter?
+    do {
+      let counter = Counter()
+      releasedActor = counter
+      let scheduler = ActorScheduler(counter)
+      scheduler.schedule { counter.assumeIsolated { $0.log.append(1) } }
+      #expect(await eventually { await counter.log == [1] })
+      for _ in 0..<100 { await Task.yield() }  // the worker parks
+      withExtendedLifetime(scheduler) {}
+    }
+    #expect(await eventually { releasedActor == nil })
+  }
+
   @Test func mainActorScheduler() async {
     let scheduler = ActorScheduler(MainActor.shared)
     let log = Box<[Int]>([])

@@ -191,17 +191,20 @@ func operatorBenchmarks() {
     })
 
   let receiveOnQueue = "subject → receive(on: DispatchQueue) → sink (per element)"
-  let queue = DispatchQueue(label: "benchmarks.receive-on")
-  measure(receiveOnQueue, "Sluice") {
+  // package-benchmark blocks a default-QoS cooperative thread while a row runs, and async rows'
+  // tasks run at `.userInitiated`; the queue runs there too, on the thread the suspended row
+  // leaves free (with a blocking wait, these rows hung on a 2-core host: no thread was started).
+  let queue = DispatchQueue(label: "benchmarks.receive-on", qos: .userInitiated)
+  measureAsync(receiveOnQueue, "Sluice") {
     let subject = Sluice.PassthroughSubject<Int, Never>()
-    waitForQueue { done in
+    await untilDone { done in
       let tally = Tally()
       let cancellable = subject.receive(on: queue).sink { _ in
         tally.count += 1
-        if tally.count == elements { done.signal() }
+        if tally.count == elements { done() }
       }
       for value in 0..<elements { subject.send(value) }
-      withExtendedLifetime(cancellable) {}
+      return cancellable
     }
   }
   // No OpenCombine row: its receive(on: DispatchQueue) row never finished here (OpenCombine
@@ -214,12 +217,20 @@ func operatorBenchmarks() {
   measureAsync(receiveOnActor, "Sluice") {
     let counter = Counter()
     let subject = Sluice.PassthroughSubject<Int, Never>()
-    let cancellable = subject.receive(on: ActorScheduler(counter)).sink { _ in
-      counter.assumeIsolated { $0.add() }
+    // Waits for the last value the way the anchor waits for its reader: one suspension, resumed
+    // by the actor (polling the actor would compete with the deliveries for it).
+    let cancellable = Cancellables()
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      cancellable.keep(
+        subject.receive(on: ActorScheduler(counter)).sink { _ in
+          counter.assumeIsolated { counter in
+            counter.add()
+            if counter.count == elements { done.resume() }
+          }
+        })
+      for value in 0..<elements { subject.send(value) }
     }
-    for value in 0..<elements { subject.send(value) }
-    while await counter.count < elements { await Task.yield() }
-    cancellable.cancel()
+    cancellable.cancelAll()
   }
   measureAsync(receiveOnActor, "AsyncStream read by the actor") {
     let counter = Counter()
@@ -235,23 +246,23 @@ func operatorBenchmarks() {
   // interval; the row ends when the burst's last value comes out.
   let interval = 1  // milliseconds
   let debounce = "subject burst → debounce(1 ms) → last value (per value sent)"
-  measure(debounce, "Sluice") {
+  measureAsync(debounce, "Sluice") {
     let subject = Sluice.PassthroughSubject<Int, Never>()
-    waitForQueue { done in
+    await untilDone { done in
       let cancellable = subject.debounce(for: .milliseconds(interval), scheduler: queue).sink {
-        if $0 == elements - 1 { done.signal() }
+        if $0 == elements - 1 { done() }
       }
       for value in 0..<elements { subject.send(value) }
-      withExtendedLifetime(cancellable) {}
+      return cancellable
     }
   }
-  measure(debounce, "OpenCombine") {
+  measureAsync(debounce, "OpenCombine") {
     let subject = OpenCombine.PassthroughSubject<Int, Never>()
-    waitForQueue { done in
+    await untilDone { done in
       let cancellable = subject.debounce(for: .milliseconds(interval), scheduler: queue.ocombine)
-        .sink { if $0 == elements - 1 { done.signal() } }
+        .sink { if $0 == elements - 1 { done() } }
       for value in 0..<elements { subject.send(value) }
-      withExtendedLifetime(cancellable) {}
+      return cancellable
     }
   }
   measureAsync(debounce, "async-algorithms debounce over AsyncStream, read from another task") {
@@ -267,26 +278,26 @@ func operatorBenchmarks() {
   }
 
   let throttle = "subject burst → throttle(1 ms, latest: true) → last value (per value sent)"
-  measure(throttle, "Sluice") {
+  measureAsync(throttle, "Sluice") {
     let subject = Sluice.PassthroughSubject<Int, Never>()
-    waitForQueue { done in
+    await untilDone { done in
       let cancellable = subject.throttle(
         for: .milliseconds(interval), scheduler: queue, latest: true
       ).sink {
-        if $0 == elements - 1 { done.signal() }
+        if $0 == elements - 1 { done() }
       }
       for value in 0..<elements { subject.send(value) }
-      withExtendedLifetime(cancellable) {}
+      return cancellable
     }
   }
-  measure(throttle, "OpenCombine") {
+  measureAsync(throttle, "OpenCombine") {
     let subject = OpenCombine.PassthroughSubject<Int, Never>()
-    waitForQueue { done in
+    await untilDone { done in
       let cancellable = subject.throttle(
         for: .milliseconds(interval), scheduler: queue.ocombine, latest: true
-      ).sink { if $0 == elements - 1 { done.signal() } }
+      ).sink { if $0 == elements - 1 { done() } }
       for value in 0..<elements { subject.send(value) }
-      withExtendedLifetime(cancellable) {}
+      return cancellable
     }
   }
   measureAsync(throttle, "async-algorithms throttle over AsyncStream, read from another task") {
@@ -303,13 +314,21 @@ func operatorBenchmarks() {
   }
 }
 
-/// Runs `body`, then blocks until it signals `done` (from a dispatch queue). Rows that need no
-/// task are synchronous: package-benchmark runs async rows by blocking a cooperative thread,
-/// which on a 2-core host can leave none to resume them.
-func waitForQueue(_ body: (DispatchSemaphore) -> Void) {
-  let done = DispatchSemaphore(value: 0)
-  body(done)
-  done.wait()
+/// Runs `body`, then suspends until it calls `done` (from a dispatch queue), keeping what it
+/// returns (its cancellable) alive until then. Rows wait by suspending, not by blocking: on a
+/// 2-core host a blocked cooperative thread left libdispatch no thread for the queue.
+func untilDone(_ body: (@escaping @Sendable () -> Void) -> Any) async {
+  let kept = KeptAlive()
+  await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+    kept.value = body { continuation.resume() }
+  }
+  withExtendedLifetime(kept) {}
+}
+
+/// Holds a row's cancellable from inside a non-escaping closure until the row ends.
+final class KeptAlive: @unchecked Sendable {
+  // Safety: written once by the row's own task before it suspends, read by nobody else.
+  var value: Any?
 }
 
 /// Yields `elements` values into an `AsyncStream` read by a detached task; returns how many the
@@ -327,6 +346,17 @@ func streamReadFromAnotherTask() async -> Int {
 }
 
 /// The actor an `ActorScheduler` row delivers on.
+/// Keeps subscriptions alive from inside a non-escaping closure until the row ends.
+final class Cancellables: @unchecked Sendable {
+  // Safety: used by one benchmark iteration at a time, from its own task.
+  var kept: [Sluice.AnyCancellable] = []
+  func keep(_ cancellable: Sluice.AnyCancellable) { kept.append(cancellable) }
+  func cancelAll() {
+    for cancellable in kept { cancellable.cancel() }
+    kept = []
+  }
+}
+
 actor Counter {
   var count = 0
   func add() { count += 1 }

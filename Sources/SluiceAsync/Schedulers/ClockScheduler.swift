@@ -2,13 +2,17 @@
 /// whose actions run one at a time, in order, optionally isolated to an actor.
 ///
 /// **Ordering**: actions run in time order; actions due at the same instant run in the order
-/// they were scheduled, from whatever threads they were scheduled; never two at once.
+/// they were scheduled, from whatever threads they were scheduled; never two at once. (The
+/// worker takes up to 64 due actions at a time: an action scheduled while they run, for an
+/// instant already past, runs after them.)
 /// **Where actions run**: on `actor` if given (pass `MainActor.shared` for the main actor), else
 /// on the global concurrent executor, one at a time. **Timing**: the scheduler sleeps on its
 /// clock until the earliest action is due, and wakes early when an earlier one is scheduled; with
 /// a test clock, time moves when the test advances it. **Cancellation**: the value returned by a
-/// repeating schedule stops it, even while an occurrence is running. Idle schedulers hold no
-/// task.
+/// repeating schedule stops it, even while an occurrence is running. **Cost**: one worker task
+/// per scheduler, started by the first action; while nothing is scheduled it stays suspended
+/// (no thread), so bursts of actions start no new task; it ends once the scheduler is released
+/// and every action already scheduled has run.
 ///
 /// ```swift
 /// let scheduler = ClockScheduler(clock: ContinuousClock())
@@ -43,113 +47,205 @@ where C.Duration == Duration {
     }
   }
 
-  private enum Worker {
-    case idle
-    case running
-    case sleeping(until: C.Instant, Task<Void, Never>)
-  }
-
-  private struct State {
-    var actions = ScheduledActions<SchedulerTimeType, SchedulerDuration>()
-    var worker = Worker.idle
-  }
-
   /// The clock that drives the scheduler.
   public let clock: C
   /// The actor actions run on, if any.
   public let actor: (any Actor)?
-  private let state = Lock(State())
+  private let core: ClockWorker
+  /// The instant the worker measures time from (it keeps instants as durations since this one,
+  /// so its queue is not generic over the clock).
+  private let origin: C.Instant
 
   /// Creates a scheduler on `clock` whose actions run on `actor` (or, if `nil`, on the global
   /// concurrent executor, one at a time).
   public init(clock: C, actor: (any Actor)? = nil) {
     self.clock = clock
     self.actor = actor
+    let origin = clock.now
+    self.origin = origin
+    core = ClockWorker(
+      actor: actor, now: { origin.duration(to: clock.now) },
+      sleep: { try await clock.sleep(until: origin.advanced(by: $0), tolerance: nil) })
   }
+
+  deinit { core.stop() }
 
   public var now: SchedulerTimeType { SchedulerTimeType(clock.now) }
 
   public var minimumTolerance: SchedulerDuration { SchedulerDuration(clock.minimumResolution) }
 
   public func schedule(options: Never?, _ action: @escaping () -> Void) {
-    enqueue(at: now, interval: nil, action)
+    core.enqueue(at: origin.duration(to: clock.now), interval: nil, action)
   }
 
   public func schedule(
     after date: SchedulerTimeType, tolerance: SchedulerDuration, options: Never?,
     _ action: @escaping () -> Void
   ) {
-    enqueue(at: date, interval: nil, action)
+    core.enqueue(at: origin.duration(to: date.instant), interval: nil, action)
   }
 
   public func schedule(
     after date: SchedulerTimeType, interval: SchedulerDuration, tolerance: SchedulerDuration,
     options: Never?, _ action: @escaping () -> Void
   ) -> any Cancellable {
-    let token = enqueue(at: date, interval: interval, action)
-    return AnyCancellable { [weak self] in
-      let removed = self?.state.withLock { $0.actions.cancel(token: token) }
-      withExtendedLifetime(removed) {}
-    }
+    let token = core.enqueue(
+      at: origin.duration(to: date.instant), interval: interval.duration, action)
+    return AnyCancellable { [weak core] in core?.cancel(token: token) }
+  }
+}
+
+/// The state and the one worker task of a ``ClockScheduler``. The task holds this object, not
+/// the scheduler, so the scheduler's `deinit` can stop a parked worker.
+///
+/// States of the worker: `none` (no task) → `running` ⇄ `sleeping(until:)` (a sleeper task
+/// wakes it when the earliest action is due, or is cancelled for an earlier one) ⇄ `parked`
+/// (nothing scheduled: suspended on a continuation, no thread). Once the scheduler is released
+/// (`released`), the worker still runs every action already scheduled, then returns instead of
+/// parking.
+///
+/// | event | none | running | sleeping | parked |
+/// |---|---|---|---|---|
+/// | `enqueue` | start the task: running | queue | queue; earlier than the deadline: cancel the sleeper, running | queue; resume: running |
+/// | queue empty (worker) | — | parked; released: none, the task returns | — | — |
+/// | `stop` (scheduler released) | released | released | released | released, none; resume (the task returns) |
+final class ClockWorker: @unchecked Sendable {
+  // Safety: all mutable state is in `state`'s lock; actions run after unlocking, on the one
+  // worker task (so never concurrently), which is what Combine's non-Sendable action closures
+  // require.
+  /// A point in time: the duration since the scheduler's origin instant.
+  typealias Time = Duration
+
+  private enum Worker {
+    case none
+    case running
+    case sleeping(until: Time, Task<Void, Never>)
+    case parked(UnsafeContinuation<Void, Never>)
+  }
+
+  private struct State {
+    var actions = ScheduledActions<Time, Duration>()
+    var worker = Worker.none
+    /// The scheduler was released: no more actions can be scheduled except by those queued.
+    var released = false
+  }
+
+  private let actor: (any Actor)?
+  /// The clock's current time.
+  private let now: @Sendable () -> Time
+  /// Sleeps on the clock until the time given (throws when cancelled).
+  private let sleep: @Sendable (Time) async throws -> Void
+  private let state = Lock(State())
+
+  init(
+    actor: (any Actor)?, now: @escaping @Sendable () -> Time,
+    sleep: @escaping @Sendable (Time) async throws -> Void
+  ) {
+    self.actor = actor
+    self.now = now
+    self.sleep = sleep
   }
 
   @discardableResult
-  private func enqueue(
-    at date: SchedulerTimeType, interval: SchedulerDuration?, _ action: @escaping () -> Void
+  func enqueue(
+    at date: Time, interval: Duration?, _ action: @escaping () -> Void
   ) -> Int {
-    let (token, startWorker, wakeSleeper) = state.withLock {
-      state -> (Int, Bool, Task<Void, Never>?) in
+    let (token, startWorker, wakeSleeper, resume) = state.withLock {
+      state -> (Int, Bool, Task<Void, Never>?, UnsafeContinuation<Void, Never>?) in
       let token = state.actions.add(at: date, repeatingEvery: interval, action)
       switch state.worker {
-      case .idle:
+      case .none:
         state.worker = .running
-        return (token, true, nil)
-      case .sleeping(let deadline, let sleeper) where date.instant < deadline:
+        return (token, true, nil, nil)
+      case .parked(let continuation):
         state.worker = .running
-        return (token, false, sleeper)
+        return (token, false, nil, continuation)
+      case .sleeping(let deadline, let sleeper) where date < deadline:
+        state.worker = .running
+        return (token, false, sleeper, nil)
       case .running, .sleeping:
-        return (token, false, nil)
+        return (token, false, nil, nil)
       }
     }
     wakeSleeper?.cancel()
+    resume?.resume()
     if startWorker {
-      let worker: any SchedulerWorker = self  // erases `C` for the task
-      Task { [actor] in await worker.work(on: actor) }
+      Task { [actor] in await self.work(on: actor) }
     }
     return token
   }
 
+  func cancel(token: Int) {
+    let removed = state.withLock { $0.actions.cancel(token: token) }
+    withExtendedLifetime(removed) {}
+  }
+
+  /// The scheduler was released: the worker runs what is already scheduled, then ends
+  /// instead of parking.
+  func stop() {
+    let parked = state.withLock { state -> UnsafeContinuation<Void, Never>? in
+      state.released = true
+      guard case .parked(let continuation) = state.worker else { return nil }
+      state.worker = .none
+      return continuation
+    }
+    parked?.resume()
+  }
+
   private enum Step {
-    case run(ScheduledActions<SchedulerTimeType, SchedulerDuration>.Item)
-    case sleep(until: C.Instant)
+    case run
+    case sleep(until: Time)
+    case park
     case stop
   }
 
-  /// The worker: runs due actions in order, sleeps until the next is due, stops when none is
-  /// left. Exactly one runs at a time (`Worker.idle` → `.running` starts it).
+  /// The worker: runs due actions in order, sleeps until the next is due, parks when none is
+  /// left (returns instead once the scheduler is released). Exactly one runs at a time.
   func work(on actor: isolated (any Actor)?) async {
+    // The due actions taken under one lock (up to 64; a repeating one ends the batch, so that a
+    // cancel made while the ones before it run still stops it): a burst costs the worker one
+    // lock round trip per batch, not per action. Reused between batches.
+    var batch: [ScheduledActions<Time, Duration>.Item] = []
+    batch.reserveCapacity(64)
     while true {
-      let now = clock.now
+      let now = self.now()
       let step = state.withLock { state -> Step in
-        if let item = state.actions.takeNext(dueBy: SchedulerTimeType(now)) { return .run(item) }
+        while batch.count < 64, let item = state.actions.takeNext(dueBy: now) {
+          batch.append(item)
+          if item.interval != nil { break }
+        }
+        if !batch.isEmpty { return .run }
         guard let earliest = state.actions.earliestDate else {
-          state.worker = .idle
+          guard state.released else { return .park }
+          state.worker = .none
           return .stop
         }
-        return .sleep(until: earliest.instant)
+        return .sleep(until: earliest)
       }
       switch step {
-      case .run(let item):
-        item.action()
-        if let interval = item.interval {
-          state.withLock { $0.actions.reschedule(item, at: item.date.advanced(by: interval)) }
+      case .run:
+        for item in batch {
+          item.action()
+          if let interval = item.interval {
+            state.withLock { $0.actions.reschedule(item, at: item.date + interval) }
+          }
+        }
+        batch.removeAll(keepingCapacity: true)
+      case .park:
+        await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+          let parked = state.withLock { state -> Bool in
+            // Something may have been scheduled (or the scheduler released) since the check.
+            guard !state.released, state.actions.count == 0 else { return false }
+            state.worker = .parked(continuation)
+            return true
+          }
+          if !parked { continuation.resume() }
         }
       case .sleep(let deadline):
-        let sleeper = Task { [clock] in _ = try? await clock.sleep(until: deadline, tolerance: nil)
-        }
+        let sleeper = Task { [sleep] in _ = try? await sleep(deadline) }
         let keepSleeping = state.withLock { state -> Bool in
           // Something earlier may have been scheduled while the sleeper was being made.
-          if let earliest = state.actions.earliestDate, earliest.instant < deadline {
+          if let earliest = state.actions.earliestDate, earliest < deadline {
             return false
           }
           state.worker = .sleeping(until: deadline, sleeper)
@@ -164,12 +260,6 @@ where C.Duration == Duration {
   }
 }
 
-/// The worker of a ``ClockScheduler``, seen without the clock's type.
-protocol SchedulerWorker: Sendable {
-  func work(on actor: isolated (any Actor)?) async
-}
-
-extension ClockScheduler: SchedulerWorker {}
 
 /// A ``ClockScheduler`` on the continuous clock whose actions run on an actor, in the order
 /// they were scheduled.

@@ -27,6 +27,25 @@ package struct RingBuffer<Element> {
     return element
   }
 
+  /// The oldest element, left in place.
+  @inlinable package var first: Element? { count > 0 ? storage[head] : nil }
+
+  /// The newest element, left in place.
+  @inlinable package var last: Element? {
+    count > 0 ? storage[(head &+ count &- 1) & (storage.count &- 1)] : nil
+  }
+
+  /// Removes the elements that match, keeping the others in order; returns the removed ones.
+  @inlinable package mutating func remove(where matches: (Element) -> Bool) -> [Element] {
+    var kept = RingBuffer()
+    var removed: [Element] = []
+    while let element = popFirst() {
+      if matches(element) { removed.append(element) } else { kept.append(element) }
+    }
+    self = kept
+    return removed
+  }
+
   @inlinable package mutating func removeAll() {
     storage = []
     head = 0
