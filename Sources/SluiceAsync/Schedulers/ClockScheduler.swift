@@ -260,7 +260,6 @@ final class ClockWorker: @unchecked Sendable {
   }
 }
 
-
 /// A ``ClockScheduler`` on the continuous clock whose actions run on an actor, in the order
 /// they were scheduled.
 public typealias ActorScheduler = ClockScheduler<ContinuousClock>

@@ -56,7 +56,7 @@ package struct ScheduledActions<Time: Comparable, Interval> {
   }
 
   /// Adds an action due at `date` (repeating every `interval`, if given); returns its token.
-  @_specialize(exported: true, where Time == Duration, Interval == Duration)
+  @_specialize(exported:true,where Time == Duration, Interval == Duration)
   @inlinable @discardableResult
   package mutating func add(
     at date: Time, repeatingEvery interval: Interval? = nil, _ action: @escaping () -> Void
@@ -70,7 +70,8 @@ package struct ScheduledActions<Time: Comparable, Interval> {
     let sequence = nextSequence
     nextSequence += 1
     let token = token ?? sequence
-    let item = Item(sequence: sequence, token: token, date: date, interval: interval, action: action)
+    let item = Item(
+      sequence: sequence, token: token, date: date, interval: interval, action: action)
     if inOrder.last.map({ $0.date <= date }) ?? true {
       inOrder.append(item)  // follows everything added in order so far
     } else {
@@ -81,7 +82,7 @@ package struct ScheduledActions<Time: Comparable, Interval> {
   }
 
   /// Removes and returns the first action due at or before `deadline`.
-  @_specialize(exported: true, where Time == Duration, Interval == Duration)
+  @_specialize(exported:true,where Time == Duration, Interval == Duration)
   @inlinable package mutating func takeNext(dueBy deadline: Time) -> Item? {
     if let ordered = inOrder.first, heap.first.map({ !$0.precedes(ordered) }) ?? true {
       return ordered.date <= deadline ? inOrder.popFirst() : nil
@@ -94,7 +95,7 @@ package struct ScheduledActions<Time: Comparable, Interval> {
   }
 
   /// Puts a repeating action back at `date`, unless its token was cancelled while it ran.
-  @_specialize(exported: true, where Time == Duration, Interval == Duration)
+  @_specialize(exported:true,where Time == Duration, Interval == Duration)
   @inlinable package mutating func reschedule(_ item: Item, at date: Time) {
     if cancelledWhileRunning.remove(item.token) != nil { return }
     _ = add(at: date, interval: item.interval, token: item.token, item.action)
@@ -112,7 +113,7 @@ package struct ScheduledActions<Time: Comparable, Interval> {
     return removed
   }
 
-  @_specialize(exported: true, where Time == Duration, Interval == Duration)
+  @_specialize(exported:true,where Time == Duration, Interval == Duration)
   @inlinable mutating func siftUp(from start: Int) {
     var child = start
     while child > 0 {
@@ -123,7 +124,7 @@ package struct ScheduledActions<Time: Comparable, Interval> {
     }
   }
 
-  @_specialize(exported: true, where Time == Duration, Interval == Duration)
+  @_specialize(exported:true,where Time == Duration, Interval == Duration)
   @inlinable mutating func siftDown(from start: Int) {
     var parent = start
     while true {
