@@ -71,7 +71,7 @@ struct AsyncPublisherRuleTests {
   }
 
   @Test("cancel from inside receive(_:) stops everything", arguments: AsyncCase.all)
-  func cancelInsideReceive(_ publisher: AsyncCase) async {
+  func cancelInsideReceive(_ publisher: AsyncCase) async throws {
     let checker = RuleChecker()
     let subscription = Box<any Subscription>()
     let received = Box<[Int]>([])
@@ -81,7 +81,8 @@ struct AsyncPublisherRuleTests {
       return .max(5)
     }
     publisher.make().checkingRules(checker).subscribe(recorder)
-    subscription.set(recorder.subscription!)
+    #expect(await eventually { recorder.subscription != nil })
+    subscription.set(try #require(recorder.subscription))
     #expect(await eventually { received.value?.isEmpty == false })
     for _ in 0..<500 { await Task.yield() }
     #expect(received.value == [publisher.expected[0]])
@@ -90,12 +91,13 @@ struct AsyncPublisherRuleTests {
   }
 
   @Test("concurrent request() and cancel() from many threads", arguments: AsyncCase.all)
-  func hammer(_ publisher: AsyncCase) async {
+  func hammer(_ publisher: AsyncCase) async throws {
     for round in 0..<10 {
       let checker = RuleChecker()
       let recorder = RecordingSubscriber<Int, TestError>(initialDemand: .none)
       publisher.make().checkingRules(checker).subscribe(recorder)
-      let subscription = Shared(recorder.subscription!)
+      #expect(await eventually { recorder.subscription != nil })
+      let subscription = Shared(try #require(recorder.subscription))
       DispatchQueue.concurrentPerform(iterations: 16) { index in
         if index == 8 + round % 8 {
           subscription.value.cancel()
