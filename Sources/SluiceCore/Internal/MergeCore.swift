@@ -17,9 +17,9 @@
 /// | inner value | buffer it; demand > 0: become the deliverer, drain | buffer it (the deliverer drains it) | drop |
 /// | drain | while demand > 0: deliver the oldest buffered value, demand −1 +returned; ask its inner for one more | — | stop |
 /// | inner / outer finished | forget it; all done and buffer empty: finish; else ask outer for one more | same (the deliverer finishes) | drop |
-/// | a failure | terminal; cancel the rest; fail | same | drop |
+/// | a failure | terminal; cancel the rest; fail | terminal; cancel the rest; the deliverer fails after its value | drop |
 /// | `request(n)` | demand +n; drain (unlimited: ask every inner for `.unlimited`) | demand +n | ignore |
-/// | `cancel()` | terminal; cancel everything; release the downstream | same | nothing |
+/// | `cancel()` | terminal; cancel everything; release the downstream | same | drop a failure still owed; release the downstream |
 @usableFromInline
 final class MergeCore<Output, Failure: Error, Downstream: Subscriber>: Subscription,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
@@ -36,6 +36,10 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     var terminal = false
     @usableFromInline
     var delivering = false
+    /// A failure that came while another thread was delivering: that thread sends it when its
+    /// delivery returns (signals stay serial).
+    @usableFromInline
+    var pendingFailure: Subscribers.Completion<Failure>?
     @usableFromInline
     var demand = Subscribers.Demand.none
     @usableFromInline
@@ -237,8 +241,12 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   @inlinable
   func cancel() {
     let (cancelling, released) = state.withLock { state -> ([any Subscription], Downstream?) in
-      guard !state.terminal else { return ([], nil) }
       defer { state.downstream = nil }
+      guard !state.terminal else {
+        // A failure still owed by the deliverer is dropped: nothing after cancel() returns.
+        state.pendingFailure = nil
+        return ([], state.downstream)
+      }
       return (state.end(), state.downstream)
     }
     for subscription in cancelling { subscription.cancel() }
@@ -255,12 +263,16 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   func drain(returningFor own: Int?) -> Bool {
     var own = own
     var deliveredOwn = false
+    var owedFailure: (Subscribers.Completion<Failure>, Downstream)?
     while true {
       let next = state.withLock { state -> (Output, Int, Downstream)? in
         guard !state.terminal, let downstream = state.downstream, state.demand > 0,
           let (index, value) = state.buffer.popFirst()
         else {
           state.delivering = false
+          if let failure = state.pendingFailure.take(), let downstream = state.downstream.take() {
+            owedFailure = (failure, downstream)
+          }
           return nil
         }
         if state.demand != .unlimited { state.demand -= 1 }
@@ -286,6 +298,10 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
         askInner?.request(.max(1))
       }
     }
+    if let (failure, downstream) = owedFailure {
+      downstream.receive(completion: failure)
+      return deliveredOwn
+    }
     let finishing = state.withLock { $0.finishedIfDone() }
     finishing?.receive(completion: .finished)
     return deliveredOwn
@@ -298,7 +314,8 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   @inlinable
   var playgroundDescription: Any { description }
 
-  /// Fails the merge: cancels everything but the upstream that failed.
+  /// Fails the merge: cancels everything but the upstream that failed. If another thread is
+  /// delivering a value, the failure waits for it (that thread sends it when its value returns).
   @inlinable
   func fail(
     _ completion: Subscribers.Completion<Failure>, exceptInner index: Int?, outerFailed: Bool
@@ -308,8 +325,13 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
       guard !state.terminal else { return ([], nil) }
       if let index { state.inners[index] = nil }
       if outerFailed { state.outer = nil }
+      let cancelling = state.end()
+      if state.delivering {
+        state.pendingFailure = completion
+        return (cancelling, nil)
+      }
       defer { state.downstream = nil }
-      return (state.end(), state.downstream)
+      return (cancelling, state.downstream)
     }
     for subscription in cancelling { subscription.cancel() }
     downstream?.receive(completion: completion)
