@@ -218,19 +218,18 @@ func operatorBenchmarks() {
     let counter = Counter()
     let subject = Sluice.PassthroughSubject<Int, Never>()
     // Waits for the last value the way the anchor waits for its reader: one suspension, resumed
-    // by the actor (polling the actor would compete with the deliveries for it).
-    let cancellable = Cancellables()
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-      cancellable.keep(
-        subject.receive(on: ActorScheduler(counter)).sink { _ in
-          counter.assumeIsolated { counter in
-            counter.add()
-            if counter.count == elements { done.resume() }
-          }
-        })
+    // by the actor (polling the actor would compete with the deliveries for it). Releasing the
+    // kept cancellable at the end cancels the subscription.
+    await untilDone { done in
+      let cancellable = subject.receive(on: ActorScheduler(counter)).sink { _ in
+        counter.assumeIsolated { counter in
+          counter.add()
+          if counter.count == elements { done() }
+        }
+      }
       for value in 0..<elements { subject.send(value) }
+      return cancellable
     }
-    cancellable.cancelAll()
   }
   measureAsync(receiveOnActor, "AsyncStream read by the actor") {
     let counter = Counter()
@@ -347,17 +346,6 @@ func streamReadFromAnotherTask() async -> Int {
 }
 
 /// The actor an `ActorScheduler` row delivers on.
-/// Keeps subscriptions alive from inside a non-escaping closure until the row ends.
-final class Cancellables: @unchecked Sendable {
-  // Safety: used by one benchmark iteration at a time, from its own task.
-  var kept: [Sluice.AnyCancellable] = []
-  func keep(_ cancellable: Sluice.AnyCancellable) { kept.append(cancellable) }
-  func cancelAll() {
-    for cancellable in kept { cancellable.cancel() }
-    kept = []
-  }
-}
-
 actor Counter {
   var count = 0
   func add() { count += 1 }

@@ -34,21 +34,6 @@ struct MergeFailureWhileDeliveringTests {
     var recorded: [String] { lock.withLock { events } }
   }
 
-  /// Sends value 1 into `subject` from a thread of its own and returns once the subscriber is
-  /// inside `receive` for it; the semaphore is signalled when that `send` returns.
-  func sendOneFromAnotherThread(
-    _ subject: PassthroughSubject<Int, TestError>, stoppingIn log: Log
-  ) -> DispatchSemaphore {
-    let delivered = DispatchSemaphore(value: 0)
-    let shared = Shared(subject)
-    Thread.detachNewThread {
-      shared.value.send(1)
-      delivered.signal()
-    }
-    log.entered.wait()
-    return delivered
-  }
-
   @Test func theFailureWaitsForTheValueBeingDelivered() {
     let a = PassthroughSubject<Int, TestError>()
     let b = PassthroughSubject<Int, TestError>()
@@ -58,7 +43,7 @@ struct MergeFailureWhileDeliveringTests {
         log.record(completion == .finished ? "finished" : "failed")
       },
       receiveValue: { log.record("\($0)") })
-    let delivered = sendOneFromAnotherThread(a, stoppingIn: log)
+    let delivered = sendOneFromAnotherThread(a, until: log.entered)
     b.send(completion: .failure(TestError()))  // returns at once: the deliverer owes it
     #expect(log.recorded == ["1"])
     log.proceed.signal()
@@ -75,7 +60,7 @@ struct MergeFailureWhileDeliveringTests {
     let log = Log()
     let cancellable = a.merge(with: b).sink(
       receiveCompletion: { _ in log.record("completion") }, receiveValue: { log.record("\($0)") })
-    let delivered = sendOneFromAnotherThread(a, stoppingIn: log)
+    let delivered = sendOneFromAnotherThread(a, until: log.entered)
     b.send(completion: .failure(TestError()))
     cancellable.cancel()  // nothing after cancel() returns, not even the owed failure
     log.proceed.signal()

@@ -42,21 +42,6 @@ struct ConduitFastPathTests {
     var events: [String] { log.withLock { received } }
   }
 
-  /// Sends value 1 from a thread of its own and returns once the subscriber is inside its
-  /// `receive` for it; the semaphore is signalled when that `send` returns.
-  func sendOneFromAnotherThread(
-    _ subject: PassthroughSubject<Int, Never>, stoppingIn subscriber: Gated
-  ) -> DispatchSemaphore {
-    let delivering = DispatchSemaphore(value: 0)
-    let shared = Shared(subject)
-    Thread.detachNewThread {
-      shared.value.send(1)
-      delivering.signal()
-    }
-    subscriber.entered.wait()
-    return delivering
-  }
-
   @Test func aCancelDuringADeliveryStopsLaterValuesAndReleasesTheSubscriberWhenItEnds() {
     let subject = PassthroughSubject<Int, Never>()
     weak var released: Gated?
@@ -65,7 +50,7 @@ struct ConduitFastPathTests {
       released = subscriber
       subject.subscribe(subscriber)
       subject.send(0)
-      let delivering = sendOneFromAnotherThread(subject, stoppingIn: subscriber)
+      let delivering = sendOneFromAnotherThread(subject, until: subscriber.entered)
       // Cancelled from here while value 1 is still inside `receive` on the other thread.
       subscriber.subscription?.cancel()
       subscriber.subscription = nil
@@ -83,7 +68,7 @@ struct ConduitFastPathTests {
     let subject = PassthroughSubject<Int, Never>()
     let subscriber = Gated()
     subject.subscribe(subscriber)
-    let delivering = sendOneFromAnotherThread(subject, stoppingIn: subscriber)
+    let delivering = sendOneFromAnotherThread(subject, until: subscriber.entered)
     subject.send(completion: .finished)  // queued for the thread that is delivering
     #expect(subscriber.events == ["1"])
     subscriber.proceed.signal()
@@ -97,7 +82,7 @@ struct ConduitFastPathTests {
     let subject = PassthroughSubject<Int, Never>()
     let subscriber = Gated()
     subject.subscribe(subscriber)
-    let delivering = sendOneFromAnotherThread(subject, stoppingIn: subscriber)
+    let delivering = sendOneFromAnotherThread(subject, until: subscriber.entered)
     for value in 2...5 { subject.send(value) }  // each returns at once; the deliverer owes them
     #expect(subscriber.events == ["1"])
     subscriber.proceed.signal()

@@ -43,6 +43,22 @@ func simultaneously(
   done.wait()
 }
 
+/// Sends 1 into `subject` from a thread of its own and returns once `entered` is signalled (the
+/// subscriber is inside `receive` for it and stays there until the test lets it go on); the
+/// returned semaphore is signalled when that `send` returns.
+func sendOneFromAnotherThread<Failure: Error>(
+  _ subject: PassthroughSubject<Int, Failure>, until entered: DispatchSemaphore
+) -> DispatchSemaphore {
+  let delivered = DispatchSemaphore(value: 0)
+  let shared = Shared(subject)
+  Thread.detachNewThread {
+    shared.value.send(1)
+    delivered.signal()
+  }
+  entered.wait()
+  return delivered
+}
+
 /// Runs `body(i)` for `i` in `0..<iterations`, spread over every core at once.
 func concurrently(_ iterations: Int, _ body: @Sendable (Int) -> Void) {
   DispatchQueue.concurrentPerform(iterations: iterations, execute: body)
