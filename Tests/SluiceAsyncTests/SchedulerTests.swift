@@ -28,6 +28,37 @@ struct ClockSchedulerTests {
     #expect(await eventually { log.value == ["now", "1s", "2s a", "2s b"] })
   }
 
+  @Test("soon and due actions run in the order they were scheduled, past a batch of 64")
+  func soonAndDueActionsKeepTheirOrder() async {
+    let clock = ManualClock()
+    let scheduler = ClockScheduler(clock: clock)
+    let log = Box<[String]>([])
+    var expected: [String] = []
+    for index in 0..<150 {
+      if index % 10 == 0 { expected.append("soon \(index)") }
+      expected.append("due \(index)")
+    }
+    expected += ["soon late", "due late"]
+    scheduler.schedule {
+      // All scheduled while the worker runs this action: it finds them in one round, more due
+      // actions than one batch takes, with soon actions among and after them.
+      for index in 0..<150 {
+        if index % 10 == 0 {
+          scheduler.schedule { log.update { $0?.append("soon \(index)") } }
+        }
+        scheduler.schedule(after: scheduler.now) {
+          log.update { $0?.append("due \(index)") }
+          guard index == 10 else { return }
+          // Scheduled while the first batch runs: after everything above.
+          scheduler.schedule { log.update { $0?.append("soon late") } }
+          scheduler.schedule(after: scheduler.now) { log.update { $0?.append("due late") } }
+        }
+      }
+    }
+    #expect(await eventually { log.value?.count == expected.count })
+    #expect(log.value == expected)
+  }
+
   @Test("an earlier action wakes a sleeping worker")
   func earlierActionWakesTheWorker() async {
     let clock = ManualClock()

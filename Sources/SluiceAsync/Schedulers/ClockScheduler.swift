@@ -75,7 +75,7 @@ where C.Duration == Duration {
   public var minimumTolerance: SchedulerDuration { SchedulerDuration(clock.minimumResolution) }
 
   public func schedule(options: Never?, _ action: @escaping () -> Void) {
-    core.enqueue(at: origin.duration(to: clock.now), interval: nil, action)
+    core.enqueueSoon(action)
   }
 
   public func schedule(
@@ -106,7 +106,7 @@ where C.Duration == Duration {
 ///
 /// | event | none | running | sleeping | parked |
 /// |---|---|---|---|---|
-/// | `enqueue` | start the task: running | queue | queue; earlier than the deadline: cancel the sleeper, running | queue; resume: running |
+/// | `enqueue` / `enqueueSoon` | start the task: running | queue | queue; earlier than the deadline (soon: always): cancel the sleeper, running | queue; resume: running |
 /// | queue empty (worker) | — | parked; released: none, the task returns | — | — |
 /// | `stop` (scheduler released) | released | released | released | released, none; resume (the task returns) |
 final class ClockWorker: @unchecked Sendable {
@@ -123,11 +123,54 @@ final class ClockWorker: @unchecked Sendable {
     case parked(UnsafeContinuation<Void, Never>)
   }
 
+  /// An action scheduled to run as soon as possible, stamped with the time it was scheduled
+  /// and a sequence number from the timed actions' counter (so that the two kinds run in the
+  /// order of their dates, and at equal dates in the order they were scheduled).
+  struct Soon {
+    let date: Time
+    let sequence: Int
+    let action: () -> Void
+
+    func precedes(_ item: ScheduledActions<Time, Duration>.Item) -> Bool {
+      date < item.date || (date == item.date && sequence < item.sequence)
+    }
+  }
+
+  /// What an enqueue must do, after unlocking, to get the worker going.
+  private enum Wake {
+    case nothing
+    case start
+    case cancelSleeper(Task<Void, Never>)
+    case resume(UnsafeContinuation<Void, Never>)
+  }
+
   private struct State {
+    /// Actions scheduled for an instant (and repeating ones).
     var actions = ScheduledActions<Time, Duration>()
+    /// Actions scheduled as soon as possible, in the order they were scheduled: the worker takes
+    /// them all at once by swapping arrays, so a sender and the worker hold the lock only for
+    /// an append or a swap.
+    var soon: [Soon] = []
     var worker = Worker.none
     /// The scheduler was released: no more actions can be scheduled except by those queued.
     var released = false
+
+    /// An action was queued for `date`: how to get the worker to it.
+    mutating func wake(for date: Time) -> Wake {
+      switch worker {
+      case .none:
+        worker = .running
+        return .start
+      case .parked(let continuation):
+        worker = .running
+        return .resume(continuation)
+      case .sleeping(let deadline, let sleeper) where date < deadline:
+        worker = .running
+        return .cancelSleeper(sleeper)
+      case .running, .sleeping:
+        return .nothing
+      }
+    }
   }
 
   private let actor: (any Actor)?
@@ -150,29 +193,33 @@ final class ClockWorker: @unchecked Sendable {
   func enqueue(
     at date: Time, interval: Duration?, _ action: @escaping () -> Void
   ) -> Int {
-    let (token, startWorker, wakeSleeper, resume) = state.withLock {
-      state -> (Int, Bool, Task<Void, Never>?, UnsafeContinuation<Void, Never>?) in
+    let (token, wake) = state.withLock { state -> (Int, Wake) in
       let token = state.actions.add(at: date, repeatingEvery: interval, action)
-      switch state.worker {
-      case .none:
-        state.worker = .running
-        return (token, true, nil, nil)
-      case .parked(let continuation):
-        state.worker = .running
-        return (token, false, nil, continuation)
-      case .sleeping(let deadline, let sleeper) where date < deadline:
-        state.worker = .running
-        return (token, false, sleeper, nil)
-      case .running, .sleeping:
-        return (token, false, nil, nil)
-      }
+      return (token, state.wake(for: date))
     }
-    wakeSleeper?.cancel()
-    resume?.resume()
-    if startWorker {
-      Task { [actor] in await self.work(on: actor) }
-    }
+    perform(wake)
     return token
+  }
+
+  /// Schedules `action` as soon as possible (stamped with the current time, so that it runs
+  /// after actions already due).
+  func enqueueSoon(_ action: @escaping () -> Void) {
+    let date = now()
+    let wake = state.withLock { state -> Wake in
+      let sequence = state.actions.takeSequence()
+      state.soon.append(Soon(date: date, sequence: sequence, action: action))
+      return state.wake(for: date)
+    }
+    perform(wake)
+  }
+
+  private func perform(_ wake: Wake) {
+    switch wake {
+    case .nothing: break
+    case .start: Task { [actor] in await self.work(on: actor) }
+    case .cancelSleeper(let sleeper): sleeper.cancel()
+    case .resume(let continuation): continuation.resume()
+    }
   }
 
   func cancel(token: Int) {
@@ -202,19 +249,35 @@ final class ClockWorker: @unchecked Sendable {
   /// The worker: runs due actions in order, sleeps until the next is due, parks when none is
   /// left (returns instead once the scheduler is released). Exactly one runs at a time.
   func work(on actor: isolated (any Actor)?) async {
-    // The due actions taken under one lock (up to 64; a repeating one ends the batch, so that a
-    // cancel made while the ones before it run still stops it): a burst costs the worker one
-    // lock round trip per batch, not per action. Reused between batches.
+    // The due timed actions taken under one lock (up to 64; a repeating one ends the batch, so
+    // that a cancel made while the ones before it run still stops it), and every action
+    // scheduled as soon as possible, taken by swapping arrays: a burst costs the worker one lock
+    // round trip per batch, not per action, and a sender never waits for the worker to copy a
+    // batch. Both arrays are reused between batches.
     var batch: [ScheduledActions<Time, Duration>.Item] = []
     batch.reserveCapacity(64)
+    var soon: [Soon] = []
+    var nextSoon = 0
     while true {
       let now = self.now()
       let step = state.withLock { state -> Step in
+        if nextSoon == soon.count {
+          soon.removeAll(keepingCapacity: true)
+          nextSoon = 0
+          swap(&soon, &state.soon)
+        } else {
+          // Left from a batch cut short: the new ones follow them (rare; copied). Drop the
+          // ones that ran, so their closures are released now.
+          soon.removeFirst(nextSoon)
+          nextSoon = 0
+          soon.append(contentsOf: state.soon)
+          state.soon.removeAll(keepingCapacity: true)
+        }
         while batch.count < 64, let item = state.actions.takeNext(dueBy: now) {
           batch.append(item)
           if item.interval != nil { break }
         }
-        if !batch.isEmpty { return .run }
+        if !batch.isEmpty || nextSoon < soon.count { return .run }
         guard let earliest = state.actions.earliestDate else {
           guard state.released else { return .park }
           state.worker = .none
@@ -224,18 +287,43 @@ final class ClockWorker: @unchecked Sendable {
       }
       switch step {
       case .run:
-        for item in batch {
-          item.action()
-          if let interval = item.interval {
-            state.withLock { $0.actions.reschedule(item, at: item.date + interval) }
+        // Timed and soon actions merged in time order. If the timed batch was cut short (more
+        // timed actions may be due), soon actions later than its last one wait for the next
+        // round, after those.
+        let cutShort = batch.count == 64 || batch.last?.interval != nil
+        let lastTimed = cutShort ? batch.last : nil
+        var nextTimed = 0
+        while true {
+          if nextTimed < batch.count,
+            nextSoon == soon.count || !soon[nextSoon].precedes(batch[nextTimed])
+          {
+            let item = batch[nextTimed]
+            nextTimed += 1
+            item.action()
+            if let interval = item.interval {
+              state.withLock { $0.actions.reschedule(item, at: item.date + interval) }
+            }
+          } else if nextSoon < soon.count, lastTimed.map({ soon[nextSoon].precedes($0) }) ?? true {
+            let action = soon[nextSoon].action
+            nextSoon += 1
+            action()
+          } else {
+            break
           }
         }
         batch.removeAll(keepingCapacity: true)
+        // Release the closures that ran (they may hold subscriptions) before parking.
+        if nextSoon == soon.count {
+          soon.removeAll(keepingCapacity: true)
+          nextSoon = 0
+        }
       case .park:
         await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
           let parked = state.withLock { state -> Bool in
             // Something may have been scheduled (or the scheduler released) since the check.
-            guard !state.released, state.actions.count == 0 else { return false }
+            guard !state.released, state.actions.count == 0, state.soon.isEmpty else {
+              return false
+            }
             state.worker = .parked(continuation)
             return true
           }
@@ -245,6 +333,7 @@ final class ClockWorker: @unchecked Sendable {
         let sleeper = Task { [sleep] in _ = try? await sleep(deadline) }
         let keepSleeping = state.withLock { state -> Bool in
           // Something earlier may have been scheduled while the sleeper was being made.
+          if !state.soon.isEmpty { return false }
           if let earliest = state.actions.earliestDate, earliest < deadline {
             return false
           }

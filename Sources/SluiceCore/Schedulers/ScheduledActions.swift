@@ -10,7 +10,7 @@
 package struct ScheduledActions<Time: Comparable, Interval> {
   package struct Item {
     /// Order among items at the same instant.
-    @usableFromInline let sequence: Int
+    package let sequence: Int
     /// Identity for cancellation.
     package let token: Int
     package let date: Time
@@ -44,6 +44,13 @@ package struct ScheduledActions<Time: Comparable, Interval> {
   @inlinable package init() {}
 
   @inlinable package var count: Int { heap.count + inOrder.count }
+
+  /// Takes the next sequence number without adding an action: for an owner that queues some
+  /// actions elsewhere but orders them with these (at equal dates, by sequence).
+  @inlinable package mutating func takeSequence() -> Int {
+    defer { nextSequence += 1 }
+    return nextSequence
+  }
 
   /// The earliest instant an action is due at.
   @inlinable package var earliestDate: Time? { earliest?.date }
