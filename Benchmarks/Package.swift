@@ -23,6 +23,20 @@ let package = Package(
   ],
   targets: [
     .target(name: "AppCode", path: "Benchmarks/AppCode"),
+    .target(name: "MallocCount", path: "Benchmarks/MallocCount"),
+    // The rows that wait for queues, timers and actors, measured by a plain executable (see its
+    // main.swift for why not by package-benchmark).
+    .executableTarget(
+      name: "RealTime",
+      dependencies: [
+        "MallocCount",
+        .product(name: "Sluice", package: sluice),
+        .product(name: "OpenCombine", package: "OpenCombine"),
+        .product(name: "OpenCombineDispatch", package: "OpenCombine"),
+        .product(name: "AsyncAlgorithms", package: "swift-async-algorithms"),
+      ],
+      path: "Benchmarks/RealTime"
+    ),
     .executableTarget(
       name: "SluiceBenchmarks",
       dependencies: [

@@ -73,6 +73,41 @@ while IFS= read -r filter; do
   echo "compare.sh:   done in $((SECONDS - started)) s" >&2
 done <"$out/filters"
 
+# The real-time rows (queues, timers, an actor's worker) run in a plain executable: see
+# Benchmarks/RealTime/main.swift for why not in package-benchmark.
+if ! swift build -c release --product RealTime >"$out/realtime-build.log" 2>&1; then
+  cat "$out/realtime-build.log"
+  exit 1
+fi
+.build/release/RealTime --list >"$out/realtime-list"
+python3 - "$out/realtime-list" "$pattern" >"$out/realtime-filters" <<'PY'
+import re, sys
+pattern = sys.argv[2]
+seen = []
+for line in open(sys.argv[1], encoding="utf-8"):
+    scenario = line.rstrip("\n").rsplit(" | ", 1)[0]
+    if scenario not in seen and (not pattern or re.search(pattern, scenario)):
+        seen.append(scenario)
+for scenario in seen:
+    print("^" + re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", scenario) + r" \| ")
+PY
+total=$(wc -l <"$out/realtime-filters")
+index=0
+while IFS= read -r filter; do
+  index=$((index + 1))
+  mkdir -p "$out/realtime-$index"
+  started=$SECONDS
+  echo "compare.sh: [real time $index/$total] ${filter% \\| }" >&2
+  status=0
+  timeout 300 .build/release/RealTime --filter "$filter" \
+    --json "$out/realtime-$index/results.jmh.json" 2>"$out/realtime-$index/run.log" || status=$?
+  if [[ $status != 0 ]]; then
+    echo "compare.sh: failed ($status): $filter" >&2
+    cat "$out/realtime-$index/run.log" >&2
+  fi
+  echo "compare.sh:   done in $((SECONDS - started)) s" >&2
+done <"$out/realtime-filters"
+
 lscpu | grep -m1 'Model name' || true
 python3 - "$out"/*/*.jmh.json <<'PY'
 import json, re, sys
@@ -84,7 +119,7 @@ rows = {}
 for path in sys.argv[1:]:
     for entry in json.load(open(path)):
         # JMH names replace spaces with underscores.
-        name = entry["benchmark"].split("SluiceBenchmarks.", 1)[-1].replace("_", " ")
+        name = re.sub(r"^(.*SluiceBenchmarks|RealTime)\.", "", entry["benchmark"]).replace("_", " ")
         if " | " not in name:
             continue
         scenario, implementation = name.rsplit(" | ", 1)

@@ -1,0 +1,182 @@
+import AsyncAlgorithms
+import Dispatch
+import OpenCombine
+import OpenCombineDispatch
+import Sluice
+
+/// The rows that wait for threads, queues, timers or an actor's worker: receive(on:) a
+/// `DispatchQueue` and an `ActorScheduler`, debounce and throttle under a burst. Each iteration
+/// moves `elements` values and ends when the last one came out.
+func registerRealTimeRows() {
+  let receiveOnQueue = "subject → receive(on: DispatchQueue) → sink (per element)"
+  let queue = DispatchQueue(label: "benchmarks.receive-on", qos: .userInitiated)
+  register(receiveOnQueue, "Sluice") {
+    let subject = Sluice.PassthroughSubject<Int, Never>()
+    await untilDone { done in
+      let tally = Tally()
+      let cancellable = subject.receive(on: queue).sink { _ in
+        tally.count += 1
+        if tally.count == elements { done() }
+      }
+      for value in 0..<elements { subject.send(value) }
+      return cancellable
+    }
+  }
+  register(receiveOnQueue, "OpenCombine") {
+    let subject = OpenCombine.PassthroughSubject<Int, Never>()
+    await untilDone { done in
+      let tally = Tally()
+      let cancellable = subject.receive(on: queue.ocombine).sink { _ in
+        tally.count += 1
+        if tally.count == elements { done() }
+      }
+      for value in 0..<elements { subject.send(value) }
+      return cancellable
+    }
+  }
+  register(receiveOnQueue, "AsyncStream read from another task") {
+    check(await streamReadFromAnotherTask(), elements, receiveOnQueue)
+  }
+
+  let receiveOnActor = "subject → receive(on: ActorScheduler) → actor (per element)"
+  register(receiveOnActor, "Sluice") {
+    let counter = Counter()
+    let subject = Sluice.PassthroughSubject<Int, Never>()
+    // Waits for the last value the way the anchor waits for its reader: one suspension, resumed
+    // by the actor (polling the actor would compete with the deliveries for it). Releasing the
+    // kept cancellable at the end cancels the subscription.
+    await untilDone { done in
+      let cancellable = subject.receive(on: ActorScheduler(counter)).sink { _ in
+        counter.assumeIsolated { counter in
+          counter.add()
+          if counter.count == elements { done() }
+        }
+      }
+      for value in 0..<elements { subject.send(value) }
+      return cancellable
+    }
+  }
+  register(receiveOnActor, "AsyncStream read by the actor") {
+    let counter = Counter()
+    let (stream, continuation) = AsyncStream<Int>.makeStream()
+    let reader = Task { await counter.read(stream) }
+    for value in 0..<elements { continuation.yield(value) }
+    continuation.finish()
+    await reader.value
+    check(await counter.count, elements, receiveOnActor)
+  }
+
+  // Time operators on real time: a burst of values sent as fast as possible, then the quiet
+  // interval; the row ends when the burst's last value comes out. The quiet interval is a floor
+  // every implementation pays (interval / elements per value sent), so it is kept short.
+  let interval = 100  // microseconds
+  let debounce = "subject burst → debounce(100 µs) → last value (per value sent)"
+  register(debounce, "Sluice") {
+    let subject = Sluice.PassthroughSubject<Int, Never>()
+    await untilDone { done in
+      let cancellable = subject.debounce(for: .microseconds(interval), scheduler: queue).sink {
+        if $0 == elements - 1 { done() }
+      }
+      for value in 0..<elements { subject.send(value) }
+      return cancellable
+    }
+  }
+  register(debounce, "OpenCombine") {
+    let subject = OpenCombine.PassthroughSubject<Int, Never>()
+    await untilDone { done in
+      let cancellable = subject.debounce(for: .microseconds(interval), scheduler: queue.ocombine)
+        .sink { if $0 == elements - 1 { done() } }
+      for value in 0..<elements { subject.send(value) }
+      return cancellable
+    }
+  }
+  register(debounce, "async-algorithms debounce over AsyncStream, read from another task") {
+    let (stream, continuation) = AsyncStream<Int>.makeStream()
+    let reader = Task.detached {
+      for await value in stream.debounce(for: .microseconds(interval)) where value == elements - 1 {
+        return
+      }
+    }
+    for value in 0..<elements { continuation.yield(value) }
+    await reader.value
+    continuation.finish()
+  }
+
+  let throttle = "subject burst → throttle(100 µs, latest: true) → last value (per value sent)"
+  register(throttle, "Sluice") {
+    let subject = Sluice.PassthroughSubject<Int, Never>()
+    await untilDone { done in
+      let cancellable = subject.throttle(
+        for: .microseconds(interval), scheduler: queue, latest: true
+      ).sink {
+        if $0 == elements - 1 { done() }
+      }
+      for value in 0..<elements { subject.send(value) }
+      return cancellable
+    }
+  }
+  register(throttle, "OpenCombine") {
+    let subject = OpenCombine.PassthroughSubject<Int, Never>()
+    await untilDone { done in
+      let cancellable = subject.throttle(
+        for: .microseconds(interval), scheduler: queue.ocombine, latest: true
+      ).sink { if $0 == elements - 1 { done() } }
+      for value in 0..<elements { subject.send(value) }
+      return cancellable
+    }
+  }
+  register(throttle, "async-algorithms throttle over AsyncStream, read from another task") {
+    let (stream, continuation) = AsyncStream<Int>.makeStream()
+    let reader = Task.detached {
+      for await value in stream._throttle(for: .microseconds(interval), latest: true)
+      where value == elements - 1 {
+        return
+      }
+    }
+    for value in 0..<elements { continuation.yield(value) }
+    // async-algorithms' throttle emits the burst's last value only when its base ends (it
+    // measures the interval when the next element arrives; there is no timer), so the burst
+    // ends the stream.
+    continuation.finish()
+    await reader.value
+  }
+}
+
+/// Runs `body`, then suspends until it calls `done` (from a dispatch queue), keeping what it
+/// returns (its cancellable) alive until then.
+func untilDone(_ body: (@escaping @Sendable () -> Void) -> Any) async {
+  let kept = KeptAlive()
+  await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+    kept.value = body { continuation.resume() }
+  }
+  withExtendedLifetime(kept) {}
+}
+
+/// Holds a row's cancellable from inside a non-escaping closure until the row ends.
+final class KeptAlive: @unchecked Sendable {
+  // Safety: written once by the row's own task before it suspends, read by nobody else.
+  var value: Any?
+}
+
+/// Yields `elements` values into an `AsyncStream` read by a detached task; returns how many the
+/// reader saw.
+func streamReadFromAnotherTask() async -> Int {
+  let (stream, continuation) = AsyncStream<Int>.makeStream()
+  let reader = Task.detached {
+    var count = 0
+    for await _ in stream { count += 1 }
+    return count
+  }
+  for value in 0..<elements { continuation.yield(value) }
+  continuation.finish()
+  return await reader.value
+}
+
+/// The actor an `ActorScheduler` row delivers on.
+actor Counter {
+  var count = 0
+  func add() { count += 1 }
+  func read(_ stream: AsyncStream<Int>) async {
+    for await _ in stream { count += 1 }
+  }
+}
