@@ -5,12 +5,17 @@
 /// for the scheduler) → `terminal`.
 /// | event | awaiting | subscribed | completing | terminal |
 /// |---|---|---|---|---|
-/// | subscription `s` | subscribed; hand self downstream | cancel `s` | cancel `s` | cancel `s` |
+/// | subscription `s` | subscribed (with a prepared action, if the scheduler prepares one); hand self downstream | cancel `s` | cancel `s` | cancel `s` |
 /// | value | drop | queue it, schedule an action (``ImmediateScheduler``: run the action now, in the same lock as the queueing); return `.none` | drop | drop |
 /// | completion | drop | queue it, schedule an action: completing | drop | drop |
-/// | action runs | — | deliver the oldest queued value (while the subscription is being handed down: reschedule once it is); request what it returns | same; the completion: terminal | nothing |
+/// | action runs | — | deliver the oldest queued value (while the subscription is being handed down: reschedule once it is); request what it returns | same; the completion: terminal, drop the prepared action | nothing |
 /// | `request(n)` | ignore | request `n` upstream | ignore | ignore |
-/// | `cancel()` | terminal | terminal; cancel upstream, drop the queue | terminal, drop the queue | nothing |
+/// | `cancel()` | terminal | terminal; cancel upstream, drop the queue and the prepared action | terminal, drop the queue and the prepared action | nothing |
+///
+/// A scheduler that prepares a repeated action (``RepeatedActionScheduling``: `DispatchQueue`)
+/// gets one "deliver" action per subscription, scheduled again for every signal, instead of a new
+/// closure per signal. It refers to the subscription, which refers to it until terminal (as the
+/// upstream does): both references end with the subscription.
 @usableFromInline
 final class SchedulerHopSubscription<Upstream: Publisher, Downstream: Subscriber>:
   Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
@@ -27,6 +32,15 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   enum Signal {
     case value(Input)
     case completion(Subscribers.Completion<Failure>)
+  }
+
+  /// How the action for a new signal is scheduled.
+  @usableFromInline
+  enum Scheduled {
+    /// `hop` with a new closure.
+    case hop
+    /// Calls the action prepared by the scheduler, once per signal.
+    case prepared(() -> Void)
   }
 
   @usableFromInline
@@ -46,6 +60,9 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     var downstream: Downstream?
     @usableFromInline
     var queue = HandOffQueue<Signal>()
+    /// Until terminal.
+    @usableFromInline
+    var scheduled = Scheduled.hop
 
     @inlinable
     init(downstream: Downstream) { self.downstream = downstream }
@@ -54,6 +71,13 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     /// value would copy the existential.)
     @usableFromInline
     var upstream: (any Subscription)?
+
+    /// Ends the prepared action's use (terminal): returns it, to be released after unlocking.
+    @inlinable
+    mutating func dropScheduled() -> Scheduled {
+      defer { scheduled = .hop }
+      return scheduled
+    }
 
     /// The next signal to deliver and whom to deliver it to (`first`: a scheduled action ran;
     /// otherwise the performer finished one).
@@ -94,25 +118,32 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   /// submitted and its action run under one lock, without scheduling a closure.
   @usableFromInline
   let runsActionsAtOnce: Bool
+  /// Prepares the action scheduled for every signal (`nil`: `hop` a new closure each time).
+  @usableFromInline
+  let prepare: ((@escaping () -> Void) -> () -> Void)?
 
   @inlinable
   init(
     name: String, downstream: Downstream, hop: @escaping (@escaping () -> Void) -> Void,
-    resume: @escaping (@escaping () -> Void) -> Void, runsActionsAtOnce: Bool = false
+    resume: @escaping (@escaping () -> Void) -> Void, runsActionsAtOnce: Bool = false,
+    prepare: ((@escaping () -> Void) -> () -> Void)? = nil
   ) {
     self.name = name
     self.hop = hop
     self.resume = resume
     self.runsActionsAtOnce = runsActionsAtOnce
+    self.prepare = prepare
     state = Lock(State(downstream: downstream))
   }
 
   @inlinable
   func receive(subscription: any Subscription) {
+    let prepared = prepare.map { $0 { [self] in deliver() } }
     let downstream = state.withLock { state -> Downstream? in
       guard case .awaitingSubscription = state.phase else { return nil }
       state.phase = .subscribed
       state.upstream = subscription
+      if let prepared { state.scheduled = .prepared(prepared) }
       // Values the downstream's first request brings wait until it has its subscription.
       state.queue.hold()
       return state.downstream
@@ -136,29 +167,39 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
       if let first { perform(first) }
       return .none
     }
-    let queued = state.withLock { state -> Bool in
-      guard case .subscribed = state.phase else { return false }
+    let queued = state.withLock { state -> Scheduled? in
+      guard case .subscribed = state.phase else { return nil }
       state.queue.submit(.value(input))
-      return true
+      return state.scheduled
     }
-    if queued { hop { self.deliver() } }
+    schedule(queued)
     return .none
   }
 
   @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
-    let (queued, first) = state.withLock { state -> (Bool, (Signal, Downstream)?) in
-      guard case .subscribed = state.phase else { return (false, nil) }
+    let (queued, first) = state.withLock { state -> (Scheduled?, (Signal, Downstream)?) in
+      guard case .subscribed = state.phase else { return (nil, nil) }
       state.phase = .completing
       state.upstream = nil
       guard runsActionsAtOnce else {
         state.queue.submit(.completion(completion))
-        return (true, nil)
+        return (state.scheduled, nil)
       }
-      return (false, state.deliverable(state.queue.submitAndRun(.completion(completion))))
+      return (nil, state.deliverable(state.queue.submitAndRun(.completion(completion))))
     }
-    if queued { hop { self.deliver() } }
+    schedule(queued)
     if let first { perform(first) }
+  }
+
+  /// Schedules the action for a signal just queued (`nil`: nothing was queued).
+  @inlinable
+  func schedule(_ scheduled: Scheduled?) {
+    switch scheduled {
+    case nil: break
+    case .hop: hop { self.deliver() }
+    case .prepared(let action): action()
+    }
   }
 
   /// A scheduled action: delivers the signal it stands for (or, if another thread is delivering,
@@ -181,6 +222,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
         if more > 0 { state.withLock { $0.upstream }?.request(more) }
       case .completion(let completion):
         downstream.receive(completion: completion)
+        let prepared = state.withLock { $0.dropScheduled() }
+        withExtendedLifetime(prepared) {}
       }
       guard let next = state.withLock({ $0.next(first: false) }) else { return }
       (signal, downstream) = next
@@ -202,7 +245,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
         state.downstream = nil
         state.queue.clear()
       }
-      return (upstream, (state.downstream, state.queue))
+      return (upstream, (state.downstream, state.queue, state.dropScheduled()))
     }
     upstream?.cancel()
     withExtendedLifetime(released) {}

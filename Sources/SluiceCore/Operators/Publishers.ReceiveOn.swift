@@ -34,10 +34,16 @@ extension Publishers {
     where Output == S.Input, Failure == S.Failure {
       let (scheduler, options) = (self.scheduler, self.options)
       let now = { (action: @escaping () -> Void) in scheduler.schedule(options: options, action) }
+      // Without options, a scheduler that prepares repeated actions (DispatchQueue) gets one
+      // action per subscription instead of a new closure per value.
+      var prepare: ((@escaping () -> Void) -> () -> Void)?
+      if case .none = options, let preparing = scheduler as? any RepeatedActionScheduling {
+        prepare = preparing.prepareRepeatedAction
+      }
       upstream.receive(
         subscriber: SchedulerHopSubscription<Upstream, S>(
           name: "ReceiveOn", downstream: subscriber, hop: now, resume: now,
-          runsActionsAtOnce: Context.self == ImmediateScheduler.self))
+          runsActionsAtOnce: Context.self == ImmediateScheduler.self, prepare: prepare))
     }
   }
 }

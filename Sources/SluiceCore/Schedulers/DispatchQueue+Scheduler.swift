@@ -228,3 +228,17 @@ extension DispatchQueue: Scheduler {
     return AnyCancellable { timer.cancel() }
   }
 }
+
+extension DispatchQueue: RepeatedActionScheduling {
+  /// Converts `action` to a block once: each call submits that block (`dispatch_async` retains a
+  /// heap block rather than copying it), where `schedule(options:_:)` converts a new closure each
+  /// time.
+  @usableFromInline
+  package func prepareRepeatedAction(_ action: @escaping () -> Void) -> () -> Void {
+    // Safety: each submission runs the action once, on this queue, as `schedule` does; the
+    // owner (receive(on:)) makes the runs perform its signals one at a time.
+    let action = UncheckedSendable(action)
+    let block: @convention(block) @Sendable () -> Void = { action.value() }
+    return { self.async(execute: block) }
+  }
+}

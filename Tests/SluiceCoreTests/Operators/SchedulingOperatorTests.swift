@@ -122,6 +122,50 @@ struct SchedulingOperatorTests {
     #expect(checker.violations.isEmpty, "\(checker.violations)")
   }
 
+  @Test("receive(on: DispatchQueue) releases its subscription and downstream after cancel and after completion")
+  func receiveOnADispatchQueueReleasesEverythingAtTheEnd() async {
+    // The queue gets one prepared action per subscription, which refers to the subscription
+    // until it ends: both ways of ending must let go of it.
+    let queue = DispatchQueue(label: "receive-on.release")
+    for ending in ["cancel", "completion"] {
+      weak var weakRecorder: RecordingSubscriber<Int, Never>?
+      weak var weakSubscription: AnyObject?
+      let subject = PassthroughSubject<Int, Never>()
+      do {
+        let recorder = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
+        weakRecorder = recorder
+        subject.receive(on: queue).subscribe(recorder)
+        weakSubscription = recorder.subscription.map { $0 as AnyObject }
+        for value in 0..<100 { subject.send(value) }
+        #expect(await recorder.waitForValues(count: 100) == Array(0..<100))
+        if ending == "cancel" {
+          recorder.cancel()
+        } else {
+          subject.send(completion: .finished)
+          #expect(await recorder.waitForCompletion() == .finished)
+        }
+      }
+      queue.sync {}  // actions already scheduled have run
+      #expect(weakRecorder == nil, "the downstream is released after \(ending)")
+      #expect(weakSubscription == nil, "the subscription is released after \(ending)")
+    }
+  }
+
+  @Test("receive(on: DispatchQueue): a cancel drops the values still waiting for the queue")
+  func receiveOnADispatchQueueCancelDropsWaitingValues() {
+    let queue = DispatchQueue(label: "receive-on.busy")
+    let subject = PassthroughSubject<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
+    subject.receive(on: queue).subscribe(recorder)
+    let busy = DispatchSemaphore(value: 0)
+    queue.async { busy.wait() }
+    for value in 0..<10 { subject.send(value) }
+    recorder.cancel()
+    busy.signal()
+    queue.sync {}
+    #expect(recorder.values.isEmpty)
+  }
+
   @Test func subscribeOnSubscribesRequestsAndCancelsInScheduledActions() throws {
     let scheduler = DispatchQueue.test
     let source = TestPublisher<Int, Never>()

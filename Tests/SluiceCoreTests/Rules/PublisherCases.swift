@@ -197,6 +197,10 @@ extension PublisherCase {
     op("receive(on: serial queue)", numbers) {
       $0.receive(on: serialQueue).eraseToAnyPublisher()
     }.flushed { await withCheckedContinuation { done in serialQueue.async { done.resume() } } },
+    // With options, each value's action is a new closure (without: one prepared action).
+    op("receive(on: serial queue, options)", numbers) {
+      $0.receive(on: serialQueue, options: .init(qos: .userInitiated)).eraseToAnyPublisher()
+    }.flushed { await withCheckedContinuation { done in serialQueue.async { done.resume() } } },
     op("receive(on: ImmediateScheduler)", numbers) {
       $0.receive(on: ImmediateScheduler.shared).eraseToAnyPublisher()
     },
