@@ -122,7 +122,7 @@ struct SchedulingOperatorTests {
     #expect(checker.violations.isEmpty, "\(checker.violations)")
   }
 
-  @Test("receive(on: DispatchQueue) releases its subscription and downstream after cancel and after completion")
+  @Test("receive(on: DispatchQueue) releases subscription and downstream when cancelled or done")
   func receiveOnADispatchQueueReleasesEverythingAtTheEnd() async {
     // The queue gets one prepared action per subscription, which refers to the subscription
     // until it ends: both ways of ending must let go of it.
