@@ -1,3 +1,4 @@
+import Foundation
 import SluiceAsync
 import SluiceTesting
 import Testing
@@ -159,5 +160,38 @@ struct AsyncProducerTests {
       #expect(fromTask == Array(task * 1_000..<task * 1_000 + 250), "each task's order is kept")
     }
     #expect(checker.violations.isEmpty, "\(checker.violations.prefix(3))")
+  }
+
+  /// The scenario of an independent thread-sanitizer report (issue 14): 8 child tasks of one
+  /// producer each send 2,000 values at once, the turns handed from task to task by
+  /// `AsyncTurns`. Run under `--sanitize=thread` in CI; `SLUICE_STRESS_ROUNDS` runs more rounds.
+  @Test("8 child tasks × 2,000 sends, many rounds: every value once, each task's order kept")
+  func concurrentSendsFromEightTasksManyRounds() async {
+    let rounds = ProcessInfo.processInfo.environment["SLUICE_STRESS_ROUNDS"].flatMap(Int.init) ?? 6
+    for round in 0..<rounds {
+      let producer = AsyncProducer<Int, Never> { sender in
+        await withTaskGroup(of: Void.self) { group in
+          for task in 0..<8 {
+            group.addTask {
+              for index in 0..<2_000 { await sender.send(task * 10_000 + index) }
+            }
+          }
+        }
+      }
+      // Even rounds: unlimited demand (sends never park); odd rounds: a few at a time (sends
+      // park on demand and on each other's turns).
+      let recorder =
+        round.isMultiple(of: 2)
+        ? RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
+        : RecordingSubscriber<Int, Never>(initialDemand: .max(3), demandPerValue: .max(1))
+      producer.subscribe(recorder)
+      #expect(await recorder.waitForCompletion() == .finished)
+      let values = recorder.values
+      #expect(values.count == 16_000, "round \(round)")
+      for task in 0..<8 {
+        let fromTask = values.filter { $0 / 10_000 == task }
+        #expect(fromTask == Array(task * 10_000..<task * 10_000 + 2_000), "round \(round)")
+      }
+    }
   }
 }
