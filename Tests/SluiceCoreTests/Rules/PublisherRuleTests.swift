@@ -189,7 +189,7 @@ struct PublisherRuleTests {
   }
 
   @Test("the subscriber is released after cancel()", arguments: PublisherCase.all)
-  func releasedAfterCancel(_ publisher: PublisherCase) {
+  func releasedAfterCancel(_ publisher: PublisherCase) async {
     let subscription = Box<any Subscription>()
     weak var weakProbe: Probe<Int, Never>?
     do {
@@ -198,6 +198,11 @@ struct PublisherRuleTests {
       publisher.make().subscribe(probe)
     }
     subscription.value?.cancel()
+    // A case that delivers on another thread may be inside a delivery when `cancel()` returns
+    // (it completes, and holds the subscriber meanwhile): wait for its scheduler to be idle.
+    // (Seen under the thread sanitizer: debounce's completion, scheduled on a queue when the
+    // empty upstream finished, was being delivered as the test checked.)
+    if let flush = publisher.flush { await flush() }
     withExtendedLifetime(subscription.value) {
       #expect(weakProbe == nil, "the subscription still holds its subscriber after cancel()")
     }
