@@ -121,6 +121,36 @@ struct MisuseTableTests {
     #expect(recorder.values == [0, 1, 2])
   }
 
+  @Test("a value before the subscription traps in an operator that tracks it")
+  func valueBeforeSubscription() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      Misbehaving(valueFirst: true).retry(1).subscribe(
+        RecordingSubscriber<Int, Never>(initialDemand: .unlimited))
+    }
+    #expect(
+      standardError(of: result).contains(
+        "API Violation: Retry received a value before its upstream subscription: a publisher "
+          + "must call receive(subscription:) first"))
+  }
+
+  @Test("a second completion traps in Concatenate; map passes it on")
+  func secondCompletion() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      Misbehaving(valueFirst: false).append(Empty<Int, Never>(completeImmediately: false))
+        .subscribe(RecordingSubscriber<Int, Never>(initialDemand: .unlimited))
+    }
+    #expect(
+      standardError(of: result).contains(
+        "received a completion from an upstream that had already finished: a publisher "
+          + "completes exactly once"))
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
+    Misbehaving(valueFirst: false).map { $0 }.subscribe(recorder)
+    #expect(
+      recorder.events == [
+        .subscription("TestSubscription"), .completion(.finished), .completion(.finished),
+      ])
+  }
+
   // MARK: Ignored, buffered or dropped
 
   @Test("a second subscription to an operator is cancelled; the first goes on")
@@ -262,5 +292,19 @@ struct TwoSubscriptions: Publisher {
   func receive<S: Subscriber>(subscriber: S) where S.Input == Int, S.Failure == Never {
     subscriber.receive(subscription: first)
     subscriber.receive(subscription: second)
+  }
+}
+
+/// A misbehaving publisher: a value before the subscription (`valueFirst`), or two completions.
+struct Misbehaving: Publisher {
+  typealias Output = Int
+  typealias Failure = Never
+  let valueFirst: Bool
+
+  func receive<S: Subscriber>(subscriber: S) where S.Input == Int, S.Failure == Never {
+    if valueFirst { _ = subscriber.receive(0) }
+    subscriber.receive(subscription: TestSubscription())
+    subscriber.receive(completion: .finished)
+    subscriber.receive(completion: .finished)
   }
 }
