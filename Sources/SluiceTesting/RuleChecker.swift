@@ -58,7 +58,7 @@ public struct RuleViolation: Equatable, Sendable, CustomStringConvertible {
 /// checker.violations   // []
 /// ```
 public final class RuleChecker: Sendable {
-  private let recorded = Mutex<[RuleViolation]>([])
+  private let recorded = Lock<[RuleViolation]>([])
   private let onViolation: (@Sendable (RuleViolation) -> Void)?
 
   /// Creates a checker; `onViolation`, if given, is also called for each violation as it

@@ -38,16 +38,25 @@ final class AsyncTurns: Sendable {
       }
       if hasTurn { continuation.resume() }
     }
+    // Pairs with `end()` resuming under the lock: a lock round trip after the wait, so that
+    // the thread sanitizer sees the hand-off (see `end()`).
+    state.withLock { _ in }
   }
 
   @inlinable func end() {
-    let next = state.withLock { state -> UnsafeContinuation<Void, Never>? in
+    // The next waiter is resumed under the lock (resuming only schedules the task; no code of
+    // anyone else's runs here), and the waiter takes the lock once when it wakes. Resumed after
+    // unlocking, a waiter that had not suspended yet when it was resumed continues without any
+    // synchronisation the thread sanitizer can see (the concurrency runtime is not
+    // instrumented), and the sanitizer reported the resume's read of the waiter's context
+    // against the waiter's next use of that memory (issue 14). Only the waiting path pays: one
+    // lock round trip per hand-off that had suspended anyway.
+    state.withLock { state in
       guard !state.waiters.isEmpty else {
         state.held = false
-        return nil
+        return
       }
-      return state.waiters.removeFirst()  // the turn passes on; `held` stays true
+      state.waiters.removeFirst().resume()  // the turn passes on; `held` stays true
     }
-    next?.resume()
   }
 }
