@@ -1,0 +1,221 @@
+import Foundation
+import SluiceAsync
+import SluiceTesting
+import Synchronization
+import Testing
+
+/// The seeds each publisher is fuzzed with: a fixed range in CI; `SLUICE_FUZZ_SEEDS=n` runs
+/// `n` per publisher.
+let fuzzSeeds = UInt64(
+  ProcessInfo.processInfo.environment["SLUICE_FUZZ_SEEDS"].flatMap(Int.init) ?? 120)
+
+/// Fuzzes the publishers `make` builds with `fuzzSeeds` scripts and records the report.
+@discardableResult
+func fuzz<P: Publisher>(
+  _ name: String, maxThreads: Int = 4, checksUpstream: Bool = true,
+  sourceLocation: SourceLocation = #_sourceLocation,
+  _ make: @escaping @Sendable (FuzzUpstream) -> P
+) -> Int {
+  var fuzzer = RuleFuzzer(seeds: 0..<fuzzSeeds, maxThreads: maxThreads)
+  fuzzer.checksUpstream = checksUpstream
+  let report = fuzzer.check(make)
+  #expect(report.failure == nil, "\(name): \(report)", sourceLocation: sourceLocation)
+  return report.scripts
+}
+
+@Suite("RuleFuzzer: every built-in operator under generated scripts")
+struct RuleFuzzTests {
+  typealias Failure = FuzzUpstream.Failure
+
+  @Test("one-upstream operators keep every rule")
+  func oneUpstreamOperators() {
+    var scripts = 0
+    scripts += fuzz("map") { $0.map { $0 * 2 } }
+    scripts += fuzz("tryMap") { $0.tryMap { $0 * 2 } }
+    scripts += fuzz("filter") { $0.filter { $0.isMultiple(of: 2) } }
+    scripts += fuzz("compactMap") { $0.compactMap { $0 == 1 ? nil : $0 } }
+    scripts += fuzz("scan") { $0.scan(0, +) }
+    scripts += fuzz("removeDuplicates") { $0.map { $0 / 2 }.removeDuplicates() }
+    scripts += fuzz("dropFirst") { $0.dropFirst(1) }
+    scripts += fuzz("drop(while:)") { $0.drop { $0 < 2 } }
+    scripts += fuzz("prefix") { $0.prefix(2) }
+    scripts += fuzz("prefix(while:)") { $0.prefix { $0 < 3 } }
+    scripts += fuzz("output(in:)") { $0.output(in: 1..<3) }
+    scripts += fuzz("first") { $0.first() }
+    scripts += fuzz("last") { $0.last() }
+    scripts += fuzz("collect") { $0.collect() }
+    scripts += fuzz("collect(2)") { $0.collect(2) }
+    scripts += fuzz("reduce") { $0.reduce(0, +) }
+    scripts += fuzz("count") { $0.count() }
+    scripts += fuzz("contains") { $0.contains(2) }
+    scripts += fuzz("allSatisfy") { $0.allSatisfy { $0 < 3 } }
+    scripts += fuzz("ignoreOutput") { $0.ignoreOutput() }
+    scripts += fuzz("replaceEmpty") { $0.replaceEmpty(with: -1) }
+    scripts += fuzz("replaceError") { $0.replaceError(with: -1) }
+    scripts += fuzz("mapError") { $0.mapError { _ in URLError(.badURL) } }
+    scripts += fuzz("catch") { $0.catch { _ in Just(-1) } }
+    scripts += fuzz("retry") { $0.retry(1) }
+    scripts += fuzz("handleEvents") { $0.handleEvents(receiveOutput: { _ in }) }
+    scripts += fuzz("buffer") { $0.buffer(size: 2, prefetch: .byRequest, whenFull: .dropOldest) }
+    scripts += fuzz("append") { $0.append(7, 8) }
+    scripts += fuzz("prepend") { $0.prepend(7, 8) }
+    #expect(scripts == 29 * Int(fuzzSeeds))
+  }
+
+  @Test("combining, flattening and multicasting operators keep every rule")
+  func combiningOperators() {
+    fuzz("flatMap(.max(2)) { Just }") { $0.flatMap(maxPublishers: .max(2)) { Just($0) } }
+    fuzz("flatMap { sequence }") {
+      $0.flatMap { [$0, $0].publisher.setFailureType(to: Failure.self) }
+    }
+    fuzz("switchToLatest") {
+      $0.map { [$0, $0 + 1].publisher.setFailureType(to: Failure.self) }.switchToLatest()
+    }
+    fuzz("merge") { $0.merge(with: Just(9).setFailureType(to: Failure.self)) }
+    fuzz("zip") { $0.zip([10, 11, 12].publisher.setFailureType(to: Failure.self)) }
+    fuzz("combineLatest") { $0.combineLatest(Just(9).setFailureType(to: Failure.self)) }
+    fuzz("share") { $0.share() }
+    fuzz("autoconnect") { $0.replaceError(with: -1).makeConnectable().autoconnect() }
+  }
+
+  @Test("scheduling and time operators on ImmediateScheduler keep every rule")
+  func schedulingOperators() {
+    let immediate = ImmediateScheduler.shared
+    fuzz("receive(on:)") { $0.receive(on: immediate) }
+    fuzz("subscribe(on:)") { $0.subscribe(on: immediate) }
+    fuzz("debounce") { $0.debounce(for: .zero, scheduler: immediate) }
+    fuzz("throttle") { $0.throttle(for: .zero, scheduler: immediate, latest: true) }
+    fuzz("delay") { $0.delay(for: .zero, scheduler: immediate) }
+  }
+
+  @Test("publishers and subjects keep every rule")
+  func publishersAndSubjects() {
+    fuzz("Just") { _ in Just(1) }
+    fuzz("Sequence.publisher") { _ in [1, 2, 3, 4].publisher }
+    fuzz("Empty") { _ in Empty<Int, Never>() }
+    fuzz("Deferred") { _ in Deferred { [1, 2].publisher } }
+    // A subject keeps its own upstream when a subscriber cancels (as Combine's): only the
+    // subscriber's side is checked.
+    fuzz("PassthroughSubject fed by the upstream", checksUpstream: false) { upstream in
+      let subject = PassthroughSubject<Int, Failure>()
+      upstream.receive(subscriber: AnySubscriber(subject))
+      return subject
+    }
+    fuzz("CurrentValueSubject fed by the upstream", checksUpstream: false) { upstream in
+      let subject = CurrentValueSubject<Int, Failure>(0)
+      upstream.receive(subscriber: AnySubscriber(subject))
+      return subject
+    }
+  }
+
+  @Test("a deliberately broken operator is caught, and its script shrunk to a minimal one")
+  func brokenOperatorIsCaught() {
+    let report = RuleFuzzer(seeds: 0..<200, maxThreads: 1).check { upstream in
+      IgnoresDemand(upstream: upstream)
+    }
+    guard let failure = report.failure else {
+      Issue.record("the broken operator passed \(report.scripts) scripts")
+      return
+    }
+    #expect(failure.problems.first?.contains("more values than demanded") == true, "\(report)")
+    // Shrunk to the essence: one request, two values (the second one beyond the demand).
+    #expect(failure.minimal.stepCount <= 3, "\(report)")
+    #expect(failure.minimal.stepCount <= failure.script.stepCount)
+    #expect("\(report)".contains("Minimal reproduction"))
+  }
+
+  @Test("an operator that ignores cancel() is caught: its upstream goes on, its subscriber is kept")
+  func operatorIgnoringCancelIsCaught() {
+    let report = RuleFuzzer(seeds: 0..<50, maxThreads: 1).check { upstream in
+      IgnoresCancel(upstream: upstream)
+    }
+    let problems = report.failure?.problems ?? []
+    #expect(problems.contains { $0.contains("neither cancelled nor completed") }, "\(report)")
+    #expect(problems.contains { $0.contains("still referenced") }, "\(report)")
+  }
+}
+
+/// A broken operator: demand passes through, but `cancel()` neither cancels the upstream nor
+/// lets go of the downstream.
+struct IgnoresCancel: Publisher {
+  typealias Output = Int
+  typealias Failure = FuzzUpstream.Failure
+  let upstream: FuzzUpstream
+
+  func receive<S: Subscriber>(subscriber: S) where S.Input == Int, S.Failure == Failure {
+    upstream.subscribe(Inner(downstream: subscriber))
+  }
+
+  final class Inner<Downstream: Subscriber>: Subscriber, Subscription, @unchecked Sendable
+  where Downstream.Input == Int, Downstream.Failure == Failure {
+    // Safety: a test double; the fuzzer drives it from one thread (maxThreads: 1).
+    var downstream: Downstream?
+    var upstream: (any Subscription)?
+    var cancelled = false
+
+    init(downstream: Downstream) { self.downstream = downstream }
+
+    func receive(subscription: any Subscription) {
+      upstream = subscription
+      downstream?.receive(subscription: self)
+    }
+
+    func receive(_ input: Int) -> Subscribers.Demand {
+      cancelled ? .none : downstream?.receive(input) ?? .none
+    }
+
+    func receive(completion: Subscribers.Completion<Failure>) {
+      if !cancelled { downstream?.receive(completion: completion) }
+      downstream = nil
+    }
+
+    func request(_ demand: Subscribers.Demand) { upstream?.request(demand) }
+
+    func cancel() { cancelled = true }  // the bug: the upstream goes on, the downstream is kept
+  }
+}
+
+/// A broken operator: it asks its upstream for everything and forwards every value, whatever
+/// its subscriber demanded.
+struct IgnoresDemand: Publisher {
+  typealias Output = Int
+  typealias Failure = FuzzUpstream.Failure
+  let upstream: FuzzUpstream
+
+  func receive<S: Subscriber>(subscriber: S) where S.Input == Int, S.Failure == Failure {
+    upstream.subscribe(Inner(downstream: subscriber))
+  }
+
+  final class Inner<Downstream: Subscriber>: Subscriber, Subscription, @unchecked Sendable
+  where Downstream.Input == Int, Downstream.Failure == Failure {
+    // Safety: a test double; the fuzzer drives it from one thread (maxThreads: 1).
+    var downstream: Downstream?
+    var upstream: (any Subscription)?
+
+    init(downstream: Downstream) { self.downstream = downstream }
+
+    func receive(subscription: any Subscription) {
+      upstream = subscription
+      subscription.request(.unlimited)
+      downstream?.receive(subscription: self)
+    }
+
+    func receive(_ input: Int) -> Subscribers.Demand {
+      _ = downstream?.receive(input)
+      return .none
+    }
+
+    func receive(completion: Subscribers.Completion<Failure>) {
+      downstream?.receive(completion: completion)
+      downstream = nil
+    }
+
+    func request(_ demand: Subscribers.Demand) {}
+
+    func cancel() {
+      upstream?.cancel()
+      upstream = nil
+      downstream = nil
+    }
+  }
+}
