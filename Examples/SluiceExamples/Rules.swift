@@ -25,7 +25,7 @@ import SluiceTesting
   lines += checker.violations.map(\.description)
 
   // The rule fuzzer drives an operator with scripts generated from seeds (requests, cancels,
-  // re-entrant requests, the upstream's values and completions, from 1…4 threads) and shrinks a
+  // re-entrant requests, the upstream's values and completions, from 1…8 threads) and shrinks a
   // failing script to a minimal reproduction.
   let map = RuleFuzzer(seeds: 0..<100).check { upstream in upstream.map { $0 * 2 } }
   lines.append("fuzzing map: \(map)")

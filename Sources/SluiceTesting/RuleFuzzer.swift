@@ -9,7 +9,7 @@ public import SluiceCore
 /// The publisher under test is made by a factory from a ``FuzzUpstream`` — a well-behaved
 /// upstream that sends a value only while it has demand — so an operator is tested on what it
 /// does with demand, cancellation and completion it receives (a publisher that has no upstream
-/// ignores it). Each script has 1…`maxThreads` lanes, run on as many threads at once; a lane's
+/// ignores it). Each script has 1…`maxThreads` (8 unless set) lanes, run on as many threads at once; a lane's
 /// steps are requests (and the demand `receive(_:)` returns, and requests made re-entrantly
 /// from inside `receive(_:)`), a `cancel()`, and the upstream's values, completion or failure.
 /// After the lanes, the subscriber cancels (unless it completed), and the fuzzer checks:
@@ -44,7 +44,7 @@ public struct RuleFuzzer: Sendable {
 
   /// A fuzzer running one script per seed in `seeds`.
   public init(
-    seeds: Range<UInt64>, maxThreads: Int = 4, maxSteps: Int = 12, attempts: Int = 5,
+    seeds: Range<UInt64>, maxThreads: Int = 8, maxSteps: Int = 12, attempts: Int = 5,
     settle: @escaping @Sendable () -> Void = {}
   ) {
     self.seeds = seeds

@@ -12,7 +12,7 @@ let fuzzSeeds = UInt64(
 /// Fuzzes the publishers `make` builds with `fuzzSeeds` scripts and records the report.
 @discardableResult
 func fuzz<P: Publisher>(
-  _ name: String, maxThreads: Int = 4, checksUpstream: Bool = true,
+  _ name: String, maxThreads: Int = 8, checksUpstream: Bool = true,
   sourceLocation: SourceLocation = #_sourceLocation,
   _ make: @escaping @Sendable (FuzzUpstream) -> P
 ) -> Int {

@@ -135,7 +135,14 @@ struct PublisherRuleTests {
         }
       }
       let values = recorder.values
-      #expect(values == Array(publisher.expected.prefix(values.count)))
+      if publisher.latestOnly {
+        // combineLatest may drop a combination that arrives while another thread delivers:
+        // what arrives is in order, each value once (seen under the sanitizer: [1, 3, 4, …]).
+        #expect(values == values.sorted() && Set(values).count == values.count, "\(values)")
+        #expect(Set(values).isSubset(of: publisher.expected))
+      } else {
+        #expect(values == Array(publisher.expected.prefix(values.count)))
+      }
       #expect(checker.violations.isEmpty, "\(checker.violations)")
     }
   }
