@@ -36,8 +36,8 @@ import SluiceTesting
   return lines
 }
 
-/// A deliberately broken operator for the tour: it asks its upstream for everything and
-/// forwards every value, whatever its subscriber demanded.
+/// A deliberately broken operator, for the tour and for the test that the fuzzer catches it: it
+/// asks its upstream for everything and forwards every value, whatever its subscriber demanded.
 struct ForwardsEverything<Upstream: Publisher>: Publisher {
   typealias Output = Upstream.Output
   typealias Failure = Upstream.Failure

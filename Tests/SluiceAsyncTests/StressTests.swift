@@ -83,6 +83,11 @@ final class DemandingSubscriber: Subscriber, @unchecked Sendable {
   func completed() async { for await _ in ends {} }
 }
 
+/// Prints a measurement when `SLUICE_STRESS_REPORT` is set (for soak runs; quiet otherwise).
+func report(_ line: String) {
+  if ProcessInfo.processInfo.environment["SLUICE_STRESS_REPORT"] != nil { print(line) }
+}
+
 /// Runs `body(thread)` on `threads` threads at once and waits for all of them.
 func onThreads(_ threads: Int, _ body: @escaping @Sendable (Int) -> Void) {
   DispatchQueue.concurrentPerform(iterations: threads, execute: body)
@@ -222,6 +227,7 @@ struct StressTests {
     let before = residentBytes()
     for _ in warmUp..<cycles { subject.sink { _ in }.cancel() }
     let growth = residentBytes() - before
+    report("subscribe + cancel: \(cycles) cycles, resident memory +\(growth >> 10) KiB")
     #expect(growth < 8 << 20, "resident memory grew by \(growth >> 10) KiB over \(cycles) cycles")
   }
 
@@ -240,6 +246,7 @@ struct StressTests {
     let before = residentBytes()
     for _ in warmUp..<iterations { await abandonOne() }
     let growth = residentBytes() - before
+    report("abandoned values iterations: \(iterations), resident memory +\(growth >> 10) KiB")
     #expect(
       growth < 8 << 20, "resident memory grew by \(growth >> 10) KiB over \(iterations) iterations")
   }
