@@ -101,6 +101,39 @@ func residentBytes() -> Int {
   return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
 }
 
+/// Two more subscribers on a stressed path, under the rule checker: one asks for random amounts
+/// from another thread (`drive()`) and checks each producer's order (it may miss values: it
+/// has no demand at times), one is cancelled from that thread partway through.
+final class RandomDemandWatchers: Sendable {
+  let checker = RuleChecker()
+  let order = ProducerOrder(producers: StressTests.producers, lossless: false)
+  let random: DemandingSubscriber
+  let cancelled = DemandingSubscriber(initialDemand: .unlimited) { _ in }
+
+  init<P: Publisher>(_ publisher: P) where P.Output == Int, P.Failure == Never {
+    let order = self.order
+    random = DemandingSubscriber(initialDemand: .max(10)) { order.record($0) }
+    publisher.checkingRules(checker).subscribe(random)
+    publisher.checkingRules(checker).subscribe(cancelled)
+  }
+
+  /// Asks for random amounts 2,000 times and cancels the second subscriber halfway.
+  func drive() {
+    var generator = SystemRandomNumberGenerator()
+    for round in 0..<2_000 {
+      random.request(.max(Int.random(in: 1...50, using: &generator)))
+      if round == 1_000 { cancelled.cancel() }
+    }
+  }
+
+  func check(sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(order.problems.isEmpty, "\(order.problems)", sourceLocation: sourceLocation)
+    #expect(
+      checker.violations.isEmpty, "\(checker.violations.prefix(3))",
+      sourceLocation: sourceLocation)
+  }
+}
+
 @Suite("Stress: 8 threads, 10^6 values per path; memory stays flat", .serialized)
 struct StressTests {
   static let producers = 8
@@ -114,32 +147,16 @@ struct StressTests {
     let subject = PassthroughSubject<Int, Never>()
     let order = ProducerOrder(producers: Self.producers, lossless: true)
     let all = subject.sink { order.record($0) }
-    // A second subscriber asks for a random amount whenever its demand runs out (from another
-    // thread); a third is cancelled from another thread partway through.
-    let checker = RuleChecker()
-    let lossy = ProducerOrder(producers: Self.producers, lossless: false)
-    let random = DemandingSubscriber(initialDemand: .max(10)) { lossy.record($0) }
-    subject.checkingRules(checker).subscribe(random)
-    let cancelled = DemandingSubscriber(initialDemand: .unlimited) { _ in }
-    subject.checkingRules(checker).subscribe(cancelled)
+    let watchers = RandomDemandWatchers(subject)
     let perProducer = self.perProducer
     onThreads(Self.producers + 1) { thread in
-      guard thread < Self.producers else {
-        // The requester / canceller.
-        var generator = SystemRandomNumberGenerator()
-        for round in 0..<2_000 {
-          random.request(.max(Int.random(in: 1...50, using: &generator)))
-          if round == 1_000 { cancelled.cancel() }
-        }
-        return
-      }
+      guard thread < Self.producers else { return watchers.drive() }
       for index in 0..<perProducer { subject.send(thread * 1_000_000 + index) }
     }
     subject.send(completion: .finished)
     #expect(order.received == total)
     #expect(order.problems.isEmpty, "\(order.problems)")
-    #expect(lossy.problems.isEmpty, "\(lossy.problems)")
-    #expect(checker.violations.isEmpty, "\(checker.violations.prefix(3))")
+    watchers.check()
     all.cancel()
   }
 
@@ -154,17 +171,21 @@ struct StressTests {
   }
 
   /// 8 subjects, each fed (then finished) by a thread of its own, combined by `combine`: every
-  /// value arrives once, each subject's in order, within the rules, then the completion.
+  /// value arrives once, each subject's in order, within the rules, then the completion; two
+  /// more subscribers ask for random amounts / are cancelled midway (``RandomDemandWatchers``).
   func fanIn(_ combine: ([PassthroughSubject<Int, Never>]) -> AnyPublisher<Int, Never>) {
     let subjects = (0..<Self.producers).map { _ in PassthroughSubject<Int, Never>() }
     let order = ProducerOrder(producers: Self.producers, lossless: true)
     let checker = RuleChecker()
     let done = Mutex(false)
-    let cancellable = combine(subjects).checkingRules(checker)
+    let combined = combine(subjects)
+    let cancellable = combined.checkingRules(checker)
       .sink(
         receiveCompletion: { _ in done.withLock { $0 = true } }, receiveValue: { order.record($0) })
+    let watchers = RandomDemandWatchers(combined)
     let perProducer = self.perProducer
-    onThreads(Self.producers) { thread in
+    onThreads(Self.producers + 1) { thread in
+      guard thread < Self.producers else { return watchers.drive() }
       for index in 0..<perProducer { subjects[thread].send(thread * 1_000_000 + index) }
       subjects[thread].send(completion: .finished)
     }
@@ -172,6 +193,7 @@ struct StressTests {
     #expect(order.received == total)
     #expect(order.problems.isEmpty, "\(order.problems)")
     #expect(checker.violations.isEmpty, "\(checker.violations.prefix(3))")
+    watchers.check()
     cancellable.cancel()
   }
 
@@ -183,16 +205,21 @@ struct StressTests {
     let order = ProducerOrder(producers: Self.producers, lossless: true)
     let checker = RuleChecker()
     let recorder = DemandingSubscriber(initialDemand: .unlimited) { order.record($0) }
-    subject.receive(on: DispatchQueue.global()).checkingRules(checker).subscribe(recorder)
+    let hop = subject.receive(on: DispatchQueue.global())
+    hop.checkingRules(checker).subscribe(recorder)
+    let watchers = RandomDemandWatchers(hop)
     let perProducer = self.perProducer
-    onThreads(Self.producers) { thread in
+    onThreads(Self.producers + 1) { thread in
+      guard thread < Self.producers else { return watchers.drive() }
       for index in 0..<perProducer { subject.send(thread * 1_000_000 + index) }
     }
     subject.send(completion: .finished)
     await recorder.completed()
+    await watchers.random.completed()  // its values come on the queue too
     #expect(order.received == total)
     #expect(order.problems.isEmpty, "\(order.problems)")
     #expect(checker.violations.isEmpty, "\(checker.violations.prefix(3))")
+    watchers.check()
   }
 
   @Test(
@@ -206,9 +233,11 @@ struct StressTests {
     }
     // The bridge subscribes when iteration starts: wait for it before sending.
     #expect(await eventually { subject.hasSubscribers })
+    let watchers = RandomDemandWatchers(subject)
     let perProducer = self.perProducer
     await Task.detached {
-      onThreads(Self.producers) { thread in
+      onThreads(Self.producers + 1) { thread in
+        guard thread < Self.producers else { return watchers.drive() }
         for index in 0..<perProducer { subject.send(thread * 1_000_000 + index) }
       }
     }.value
@@ -216,6 +245,7 @@ struct StressTests {
     await reader.value
     #expect(order.received == total)
     #expect(order.problems.isEmpty, "\(order.problems)")
+    watchers.check()
   }
 
   @Test("subscribe + cancel cycles leave resident memory flat")
