@@ -57,7 +57,7 @@ public struct RuleFuzzer: Sendable {
   /// Runs a script per seed against the publishers `make` builds; stops at the first failing
   /// script and shrinks it.
   public func check<P: Publisher>(
-    _ make: @escaping @Sendable (FuzzUpstream) -> P
+    _ make: (FuzzUpstream) -> P
   ) -> RuleFuzzReport {
     var scripts = 0
     for seed in seeds {
@@ -76,7 +76,7 @@ public struct RuleFuzzer: Sendable {
 
   /// The problems of `script` (run up to `attempts` times if it has several lanes), or `nil`.
   func failures<P: Publisher>(
-    of script: FuzzScript, _ make: @escaping @Sendable (FuzzUpstream) -> P
+    of script: FuzzScript, _ make: (FuzzUpstream) -> P
   ) -> [String]? {
     for _ in 0..<(script.lanes.count > 1 ? attempts : 1) {
       let problems = FuzzRun.run(
@@ -88,7 +88,7 @@ public struct RuleFuzzer: Sendable {
 
   /// Removes steps, then threads, while the script still fails.
   func shrink<P: Publisher>(
-    _ script: FuzzScript, _ problems: [String], _ make: @escaping @Sendable (FuzzUpstream) -> P
+    _ script: FuzzScript, _ problems: [String], _ make: (FuzzUpstream) -> P
   ) -> (FuzzScript, [String]) {
     var current = (script, problems)
     var progress = true
@@ -314,7 +314,7 @@ public final class FuzzUpstream: Publisher, @unchecked Sendable {
     for subscriber in targets { subscriber.receive(completion: completion) }
   }
 
-  /// Descriptions of the subscriptions that have not ended (neither cancelled nor completed).
+  /// How many of the subscriptions have not ended (neither cancelled nor completed).
   var openSubscriptions: Int { state.withLock { $0.filter { !$0.ended }.count } }
 }
 
@@ -374,7 +374,7 @@ final class FuzzSubscriber<Input, Failure: Error>: Subscriber, @unchecked Sendab
 /// One run of one script.
 enum FuzzRun {
   static func run<P: Publisher>(
-    _ script: FuzzScript, make: @escaping @Sendable (FuzzUpstream) -> P,
+    _ script: FuzzScript, make: (FuzzUpstream) -> P,
     settle: @Sendable () -> Void, checksUpstream: Bool
   ) -> [String] {
     let upstream = FuzzUpstream()

@@ -219,8 +219,8 @@ struct MisuseTableTests {
           return seen
         }
       }
-      // Both are waiting (or about to): send, then finish.
-      try? await Task.sleep(for: .milliseconds(20))
+      // No need to wait for the consumers: the iterator subscribed when it was made, and a
+      // subject's `values` keeps what is sent until a `next()` takes it.
       for value in 0..<100 { subject.send(value) }
       subject.send(completion: .finished)
       var all: [[Int]] = []

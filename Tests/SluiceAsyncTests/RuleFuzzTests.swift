@@ -14,7 +14,7 @@ let fuzzSeeds = UInt64(
 func fuzz<P: Publisher>(
   _ name: String, maxThreads: Int = 8, checksUpstream: Bool = true,
   sourceLocation: SourceLocation = #_sourceLocation,
-  _ make: @escaping @Sendable (FuzzUpstream) -> P
+  _ make: (FuzzUpstream) -> P
 ) -> Int {
   var fuzzer = RuleFuzzer(seeds: 0..<fuzzSeeds, maxThreads: maxThreads)
   fuzzer.checksUpstream = checksUpstream
@@ -108,6 +108,23 @@ struct RuleFuzzTests {
     }
   }
 
+  @Test("an app's test fuzzes its own pipeline from the main actor, closures capturing a class")
+  @MainActor func fromTheMainActor() {
+    let model = SearchModel()
+    let report = RuleFuzzer(seeds: 0..<50).check { upstream in
+      upstream.map { model.label(for: $0) }.filter { !$0.isEmpty }
+    }
+    #expect(report.failure == nil, "\(report)")
+    #expect(report.scripts == 50)
+  }
+
+  @Test("an actor fuzzes a pipeline built from its own state")
+  func fromAnActor() async {
+    let report = await PipelineOwner().fuzzOwnPipeline()
+    #expect(report.failure == nil, "\(report)")
+    #expect(report.scripts == 50)
+  }
+
   @Test("an operator that ignores cancel() is caught: its upstream goes on, its subscriber is kept")
   func operatorIgnoringCancelIsCaught() {
     let report = RuleFuzzer(seeds: 0..<50, maxThreads: 1).check { upstream in
@@ -156,5 +173,22 @@ struct IgnoresCancel: Publisher {
     func request(_ demand: Subscribers.Demand) { upstream?.request(demand) }
 
     func cancel() { cancelled = true }  // the bug: the upstream goes on, the downstream is kept
+  }
+}
+
+/// An app's view model: a class the pipeline's closures capture (not `Sendable`).
+final class SearchModel {
+  var prefix = "result "
+  func label(for value: Int) -> String { prefix + String(value) }
+}
+
+/// An actor whose pipeline, built from its own state, is fuzzed from inside it.
+actor PipelineOwner {
+  let model = SearchModel()
+
+  func fuzzOwnPipeline() -> RuleFuzzReport {
+    RuleFuzzer(seeds: 0..<50).check { upstream in
+      upstream.map { [model] in model.label(for: $0) }.removeDuplicates()
+    }
   }
 }

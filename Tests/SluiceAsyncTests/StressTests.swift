@@ -117,6 +117,20 @@ final class RandomDemandWatchers: Sendable {
     publisher.checkingRules(checker).subscribe(cancelled)
   }
 
+  /// Sends `perProducer` values coded `producer * 1_000_000 + index` from each of the 8
+  /// producer threads (`send(producer, value)`; `finished(producer)` after its last), while a
+  /// ninth thread drives these watchers; returns when all are done.
+  func sendFromEightThreads(
+    _ perProducer: Int, _ send: @escaping @Sendable (Int, Int) -> Void,
+    finished: @escaping @Sendable (Int) -> Void = { _ in }
+  ) {
+    onThreads(StressTests.producers + 1) { thread in
+      guard thread < StressTests.producers else { return self.drive() }
+      for index in 0..<perProducer { send(thread, thread * 1_000_000 + index) }
+      finished(thread)
+    }
+  }
+
   /// Asks for random amounts 2,000 times and cancels the second subscriber halfway.
   func drive() {
     var generator = SystemRandomNumberGenerator()
@@ -149,10 +163,7 @@ struct StressTests {
     let all = subject.sink { order.record($0) }
     let watchers = RandomDemandWatchers(subject)
     let perProducer = self.perProducer
-    onThreads(Self.producers + 1) { thread in
-      guard thread < Self.producers else { return watchers.drive() }
-      for index in 0..<perProducer { subject.send(thread * 1_000_000 + index) }
-    }
+    watchers.sendFromEightThreads(perProducer) { subject.send($1) }
     subject.send(completion: .finished)
     #expect(order.received == total)
     #expect(order.problems.isEmpty, "\(order.problems)")
@@ -184,10 +195,10 @@ struct StressTests {
         receiveCompletion: { _ in done.withLock { $0 = true } }, receiveValue: { order.record($0) })
     let watchers = RandomDemandWatchers(combined)
     let perProducer = self.perProducer
-    onThreads(Self.producers + 1) { thread in
-      guard thread < Self.producers else { return watchers.drive() }
-      for index in 0..<perProducer { subjects[thread].send(thread * 1_000_000 + index) }
-      subjects[thread].send(completion: .finished)
+    watchers.sendFromEightThreads(perProducer) {
+      subjects[$0].send($1)
+    } finished: {
+      subjects[$0].send(completion: .finished)
     }
     #expect(done.withLock { $0 })
     #expect(order.received == total)
@@ -209,10 +220,7 @@ struct StressTests {
     hop.checkingRules(checker).subscribe(recorder)
     let watchers = RandomDemandWatchers(hop)
     let perProducer = self.perProducer
-    onThreads(Self.producers + 1) { thread in
-      guard thread < Self.producers else { return watchers.drive() }
-      for index in 0..<perProducer { subject.send(thread * 1_000_000 + index) }
-    }
+    watchers.sendFromEightThreads(perProducer) { subject.send($1) }
     subject.send(completion: .finished)
     await recorder.completed()
     await watchers.random.completed()  // its values come on the queue too
@@ -236,10 +244,7 @@ struct StressTests {
     let watchers = RandomDemandWatchers(subject)
     let perProducer = self.perProducer
     await Task.detached {
-      onThreads(Self.producers + 1) { thread in
-        guard thread < Self.producers else { return watchers.drive() }
-        for index in 0..<perProducer { subject.send(thread * 1_000_000 + index) }
-      }
+      watchers.sendFromEightThreads(perProducer) { subject.send($1) }
     }.value
     subject.send(completion: .finished)
     await reader.value

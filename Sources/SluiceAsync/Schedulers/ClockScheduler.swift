@@ -262,9 +262,7 @@ final class ClockWorker: @unchecked Sendable {
       let now = self.now()
       let step = state.withLock { state -> Step in
         if nextSoon == soon.count {
-          soon.removeAll(keepingCapacity: true)
-          nextSoon = 0
-          swap(&soon, &state.soon)
+          swap(&soon, &state.soon)  // `soon` is empty here: emptied after the round that ran it
         } else {
           // Left from a batch cut short: the new ones follow them (rare; copied). Drop the
           // ones that ran, so their closures are released now.

@@ -5,17 +5,18 @@
 /// for the scheduler) → `terminal`.
 /// | event | awaiting | subscribed | completing | terminal |
 /// |---|---|---|---|---|
-/// | subscription `s` | subscribed (with a prepared action, if the scheduler prepares one); hand self downstream | cancel `s` | cancel `s` | cancel `s` |
+/// | subscription `s` | subscribed; make the deliver action; hand self downstream | cancel `s` | cancel `s` | cancel `s` |
 /// | value | drop | queue it, schedule an action (``ImmediateScheduler``: run the action now, in the same lock as the queueing); return `.none` | drop | drop |
 /// | completion | drop | queue it, schedule an action: completing | drop | drop |
-/// | action runs | — | deliver the oldest queued value (while the subscription is being handed down: reschedule once it is); request what it returns | same; the completion: terminal, drop the prepared action | nothing |
+/// | action runs | — | deliver the oldest queued value (while the subscription is being handed down: reschedule once it is); request what it returns | same; the completion: terminal, drop the deliver action | nothing |
 /// | `request(n)` | ignore | request `n` upstream | ignore | ignore |
-/// | `cancel()` | terminal | terminal; cancel upstream, drop the queue and the prepared action | terminal, drop the queue and the prepared action | nothing |
+/// | `cancel()` | terminal | terminal; cancel upstream, drop the queue and the deliver action | terminal, drop the queue and the deliver action | nothing |
 ///
-/// A scheduler that prepares a repeated action (``RepeatedActionScheduling``: `DispatchQueue`)
-/// gets one "deliver" action per subscription, scheduled again for every signal, instead of a new
-/// closure per signal. It refers to the subscription, which refers to it until terminal (as the
-/// upstream does): both references end with the subscription.
+/// Every signal schedules the same action ("deliver"), made once when subscribed: `hop` gets
+/// that closure each time instead of a new one, and a scheduler that prepares repeated actions
+/// (``RepeatedActionScheduling``: `DispatchQueue`, which would convert each closure into a block)
+/// prepares it once. The action refers to the subscription, which keeps it until terminal (as it
+/// keeps its upstream): both references end with the subscription.
 @usableFromInline
 final class SchedulerHopSubscription<Upstream: Publisher, Downstream: Subscriber>:
   Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
@@ -34,13 +35,13 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     case completion(Subscribers.Completion<Failure>)
   }
 
-  /// How the action for a new signal is scheduled.
+  /// Schedules the deliver action once. A struct, not a bare closure: a closure kept in an
+  /// `Optional` or returned through the lock's generic result is re-wrapped in a thunk (an
+  /// allocation) each time it is taken out.
   @usableFromInline
-  enum Scheduled {
-    /// `hop` with a new closure.
-    case hop
-    /// Calls the action prepared by the scheduler, once per signal.
-    case prepared(() -> Void)
+  struct ScheduleDeliver {
+    @usableFromInline let run: () -> Void
+    @inlinable init(_ run: @escaping () -> Void) { self.run = run }
   }
 
   @usableFromInline
@@ -60,9 +61,9 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     var downstream: Downstream?
     @usableFromInline
     var queue = HandOffQueue<Signal>()
-    /// Until terminal.
+    /// Schedules the deliver action once: from the subscription until terminal.
     @usableFromInline
-    var scheduled = Scheduled.hop
+    var scheduleDeliver: ScheduleDeliver?
 
     @inlinable
     init(downstream: Downstream) { self.downstream = downstream }
@@ -71,13 +72,6 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     /// value would copy the existential.)
     @usableFromInline
     var upstream: (any Subscription)?
-
-    /// Ends the prepared action's use (terminal): returns it, to be released after unlocking.
-    @inlinable
-    mutating func dropScheduled() -> Scheduled {
-      defer { scheduled = .hop }
-      return scheduled
-    }
 
     /// The next signal to deliver and whom to deliver it to (`first`: a scheduled action ran;
     /// otherwise the performer finished one).
@@ -118,7 +112,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   /// submitted and its action run under one lock, without scheduling a closure.
   @usableFromInline
   let runsActionsAtOnce: Bool
-  /// Prepares the action scheduled for every signal (`nil`: `hop` a new closure each time).
+  /// Prepares the deliver action, for a scheduler that can (`nil`: it goes through `hop`).
   @usableFromInline
   let prepare: ((@escaping () -> Void) -> () -> Void)?
 
@@ -138,12 +132,16 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func receive(subscription: any Subscription) {
-    let prepared = prepare.map { $0 { [self] in deliver() } }
+    var scheduleDeliver: ScheduleDeliver?
+    if !runsActionsAtOnce {
+      let deliver = { [self] in self.deliver() }
+      scheduleDeliver = ScheduleDeliver(prepare?(deliver) ?? { [hop] in hop(deliver) })
+    }
     let downstream = state.withLock { state -> Downstream? in
       guard case .awaitingSubscription = state.phase else { return nil }
       state.phase = .subscribed
       state.upstream = subscription
-      if let prepared { state.scheduled = .prepared(prepared) }
+      state.scheduleDeliver = scheduleDeliver
       // Values the downstream's first request brings wait until it has its subscription.
       state.queue.hold()
       return state.downstream
@@ -167,39 +165,30 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
       if let first { perform(first) }
       return .none
     }
-    let queued = state.withLock { state -> Scheduled? in
+    let scheduleDeliver = state.withLock { state -> ScheduleDeliver? in
       guard case .subscribed = state.phase else { return nil }
       state.queue.submit(.value(input))
-      return state.scheduled
+      return state.scheduleDeliver
     }
-    schedule(queued)
+    scheduleDeliver?.run()
     return .none
   }
 
   @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
-    let (queued, first) = state.withLock { state -> (Scheduled?, (Signal, Downstream)?) in
+    let (scheduleDeliver, first) = state.withLock {
+      state -> (ScheduleDeliver?, (Signal, Downstream)?) in
       guard case .subscribed = state.phase else { return (nil, nil) }
       state.phase = .completing
       state.upstream = nil
       guard runsActionsAtOnce else {
         state.queue.submit(.completion(completion))
-        return (state.scheduled, nil)
+        return (state.scheduleDeliver, nil)
       }
       return (nil, state.deliverable(state.queue.submitAndRun(.completion(completion))))
     }
-    schedule(queued)
+    scheduleDeliver?.run()
     if let first { perform(first) }
-  }
-
-  /// Schedules the action for a signal just queued (`nil`: nothing was queued).
-  @inlinable
-  func schedule(_ scheduled: Scheduled?) {
-    switch scheduled {
-    case nil: break
-    case .hop: hop { self.deliver() }
-    case .prepared(let action): action()
-    }
   }
 
   /// A scheduled action: delivers the signal it stands for (or, if another thread is delivering,
@@ -222,8 +211,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
         if more > 0 { state.withLock { $0.upstream }?.request(more) }
       case .completion(let completion):
         downstream.receive(completion: completion)
-        let prepared = state.withLock { $0.dropScheduled() }
-        withExtendedLifetime(prepared) {}
+        let dropped = state.withLock { $0.scheduleDeliver.take() }
+        withExtendedLifetime(dropped) {}
       }
       guard let next = state.withLock({ $0.next(first: false) }) else { return }
       (signal, downstream) = next
@@ -245,7 +234,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
         state.downstream = nil
         state.queue.clear()
       }
-      return (upstream, (state.downstream, state.queue, state.dropScheduled()))
+      return (upstream, (state.downstream, state.queue, state.scheduleDeliver.take()))
     }
     upstream?.cancel()
     withExtendedLifetime(released) {}

@@ -34,8 +34,8 @@ extension Publishers {
     where Output == S.Input, Failure == S.Failure {
       let (scheduler, options) = (self.scheduler, self.options)
       let now = { (action: @escaping () -> Void) in scheduler.schedule(options: options, action) }
-      // Without options, a scheduler that prepares repeated actions (DispatchQueue) gets one
-      // action per subscription instead of a new closure per value.
+      // Without options, a scheduler that prepares repeated actions (DispatchQueue) prepares
+      // the subscription's deliver action once instead of wrapping it for every value.
       var prepare: ((@escaping () -> Void) -> () -> Void)?
       if case .none = options, let preparing = scheduler as? any RepeatedActionScheduling {
         prepare = preparing.prepareRepeatedAction
