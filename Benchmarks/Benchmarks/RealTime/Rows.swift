@@ -37,6 +37,19 @@ func registerRealTimeRows() {
   register(receiveOnQueue, "AsyncStream read from another task") {
     check(await streamReadFromAnotherTask(), elements, receiveOnQueue)
   }
+  // The floor of any `receive(on:)` that schedules each value as its own action, as Combine's
+  // does: one `DispatchQueue.async` of an already-made block per value, nothing else.
+  register(receiveOnQueue, "DispatchQueue.async of a prepared block per value (floor)") {
+    await untilDone { done in
+      let tally = Tally()
+      let block: @convention(block) @Sendable () -> Void = {
+        tally.count += 1
+        if tally.count == elements { done() }
+      }
+      for _ in 0..<elements { queue.async(execute: block) }
+      return tally
+    }
+  }
 
   let receiveOnActor = "subject → receive(on: ActorScheduler) → actor (per element)"
   register(receiveOnActor, "Sluice") {
@@ -102,38 +115,52 @@ func registerRealTimeRows() {
     continuation.finish()
   }
 
-  let throttle = "subject burst → throttle(100 µs, latest: true) → last value (per value sent)"
-  register(throttle, "Sluice") {
+  registerThrottleRows(burst: elements, queue: queue, interval: interval)
+  // The same with a burst ten times longer: the quiet interval and the timer's latency (about
+  // 140 µs here, paid once per burst) weigh a tenth as much per value, so the row shows the
+  // operators' own cost per value under a real scheduler.
+  registerThrottleRows(burst: 10 * elements, queue: queue, interval: interval)
+}
+
+/// Throttle under a burst of `burst` values on `queue`, for Sluice and both anchors.
+func registerThrottleRows(burst: Int, queue: DispatchQueue, interval: Int) {
+  let scenario =
+    burst == elements
+    ? "subject burst → throttle(100 µs, latest: true) → last value (per value sent)"
+    : "subject burst of \(burst) → throttle(100 µs, latest: true) → last value (per value sent)"
+  register(scenario, "Sluice", values: burst) {
     let subject = Sluice.PassthroughSubject<Int, Never>()
     await untilDone { done in
       let cancellable = subject.throttle(
         for: .microseconds(interval), scheduler: queue, latest: true
       ).sink {
-        if $0 == elements - 1 { done() }
+        if $0 == burst - 1 { done() }
       }
-      for value in 0..<elements { subject.send(value) }
+      for value in 0..<burst { subject.send(value) }
       return cancellable
     }
   }
-  register(throttle, "OpenCombine") {
+  register(scenario, "OpenCombine", values: burst) {
     let subject = OpenCombine.PassthroughSubject<Int, Never>()
     await untilDone { done in
       let cancellable = subject.throttle(
         for: .microseconds(interval), scheduler: queue.ocombine, latest: true
-      ).sink { if $0 == elements - 1 { done() } }
-      for value in 0..<elements { subject.send(value) }
+      ).sink { if $0 == burst - 1 { done() } }
+      for value in 0..<burst { subject.send(value) }
       return cancellable
     }
   }
-  register(throttle, "async-algorithms throttle over AsyncStream, read from another task") {
+  register(
+    scenario, "async-algorithms throttle over AsyncStream, read from another task", values: burst
+  ) {
     let (stream, continuation) = AsyncStream<Int>.makeStream()
     let reader = Task.detached {
       for await value in stream._throttle(for: .microseconds(interval), latest: true)
-      where value == elements - 1 {
+      where value == burst - 1 {
         return
       }
     }
-    for value in 0..<elements { continuation.yield(value) }
+    for value in 0..<burst { continuation.yield(value) }
     // async-algorithms' throttle emits the burst's last value only when its base ends (it
     // measures the interval when the next element arrives; there is no timer), so the burst
     // ends the stream.

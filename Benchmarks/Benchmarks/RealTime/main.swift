@@ -19,17 +19,20 @@ let elements = 1_000
 /// A registered row: one implementation of a scenario.
 struct Row: Sendable {
   let name: String
+  /// Values one iteration moves; results are reported per `elements` values like every row's.
+  let values: Int
   let body: @Sendable () async -> Void
 }
 
 nonisolated(unsafe) var rows: [Row] = []
 
 /// Registers `body` under "<scenario> | <implementation>" (registration happens on the main
-/// thread, before anything runs).
+/// thread, before anything runs); one iteration of `body` moves `values` values.
 func register(
-  _ scenario: String, _ implementation: String, _ body: @escaping @Sendable () async -> Void
+  _ scenario: String, _ implementation: String, values: Int = elements,
+  _ body: @escaping @Sendable () async -> Void
 ) {
-  rows.append(Row(name: "\(scenario) | \(implementation)", body: body))
+  rows.append(Row(name: "\(scenario) | \(implementation)", values: values, body: body))
 }
 
 /// A counter one iteration writes from one thread at a time.
@@ -82,7 +85,10 @@ let filter = try Regex(option("--filter") ?? ".*")
 let seconds = Double(option("--seconds") ?? "1") ?? 1
 var results: [[String: Any]] = []
 for row in rows where row.name.contains(filter) {
-  let (median, allocations) = await measure(row, seconds: seconds)
+  let (perIteration, allocationsPerIteration) = await measure(row, seconds: seconds)
+  // compare.sh divides by `elements`: a row moving more values reports per `elements` of them.
+  let scale = Double(elements) / Double(row.values)
+  let (median, allocations) = (perIteration * scale, allocationsPerIteration * scale)
   FileHandle.standardError.write(
     "\(row.name): \(Int(median)) ns, \(allocations) allocations per iteration\n".data(using: .utf8)!
   )

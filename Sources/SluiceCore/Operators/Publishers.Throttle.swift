@@ -134,13 +134,25 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
-    let now = scheduler.now
-    let due = state.withLock { state -> Context.SchedulerTimeType?? in
+    // Most values of a burst find an emission already scheduled: they take the lock once and
+    // need no reading of the scheduler's clock (which is not read under the lock).
+    let startsInterval = state.withLock { state -> Bool in
       guard state.upstream != nil, state.pendingCompletion == nil, state.demand > 0 else {
-        return nil
+        return false
       }
       if state.scheduled {
         if latest { state.pendingValue = input }
+        return false
+      }
+      return true
+    }
+    guard startsInterval else { return .none }
+    let now = scheduler.now
+    let due = state.withLock { state -> Context.SchedulerTimeType?? in
+      // Checked again: a `cancel()` or `request` may have come in meanwhile.
+      guard state.upstream != nil, state.pendingCompletion == nil, state.demand > 0,
+        !state.scheduled
+      else {
         return nil
       }
       if state.demand != .unlimited { state.demand -= 1 }
