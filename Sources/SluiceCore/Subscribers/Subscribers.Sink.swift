@@ -30,7 +30,10 @@ extension Subscribers {
       }
     }
 
-    @usableFromInline let box: LifecycleBox<Closures>
+    /// The lifecycle, holding the ``Closures`` object until the end. Its type does not depend
+    /// on `Input` or `Failure`, so the (unspecialised) deinitialiser destroys it without looking
+    /// up generic metadata.
+    @usableFromInline let box: LifecycleBox<AnyObject>
     /// Admits values until the end (completion or cancel): as in Combine, a value that arrives
     /// before the subscription reaches `receiveValue` too.
     @usableFromInline let gate = DeliveryGate(open: true)
@@ -75,7 +78,7 @@ extension Subscribers {
     public func receive(completion: Subscribers.Completion<Failure>) {
       guard let closures = box.payloadForCompletion() else { return }
       if gate.close() { valueClosures.release() }
-      closures.receiveCompletion(completion)
+      unsafeDowncast(closures, to: Closures.self).receiveCompletion(completion)
     }
 
     @inlinable
