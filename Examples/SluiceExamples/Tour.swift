@@ -19,6 +19,7 @@ public let tour: [TourSection] = [
   TourSection(title: "Operators: picking by position", run: sequenceTour),
   TourSection(title: "Operators: errors, side effects, coding", run: errorsTour),
   TourSection(title: "Operators: time, switching, merging", run: combiningTour),
+  TourSection(title: "Marble diagrams: time and combining operators", run: marblesTour),
   TourSection(title: "Bridges: publishers and async/await", run: bridgesTour),
   TourSection(title: "Actors and pipelines", run: actorsTour),
   TourSection(title: "An app: search as you type on the main actor") {
