@@ -51,7 +51,8 @@ let package = Package(
       name: "SluiceNetworkingTests", dependencies: ["Sluice", "SluiceNetworking", "SluiceTesting"],
       swiftSettings: strict),
     .testTarget(
-      name: "SluiceExamplesTests", dependencies: ["SluiceExamples", "SearchApp", "SluiceTesting"],
+      name: "SluiceExamplesTests",
+      dependencies: ["Sluice", "SluiceExamples", "SearchApp", "SluiceTesting"],
       swiftSettings: strict),
     .testTarget(
       name: "SluiceTestingTests", dependencies: ["SluiceCore", "SluiceTesting"],

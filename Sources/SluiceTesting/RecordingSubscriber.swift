@@ -25,7 +25,9 @@ public final class RecordingSubscriber<Input, Failure: Error>: Subscriber, Cance
   public enum Event {
     /// A subscription, by its `description`.
     case subscription(String)
+    /// A value.
     case value(Input)
+    /// The completion.
     case completion(Subscribers.Completion<Failure>)
 
     /// Whether this is a completion.

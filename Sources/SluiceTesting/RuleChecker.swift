@@ -89,7 +89,9 @@ public struct RuleCheckedPublisher<Upstream: Publisher>: Publisher {
   public typealias Output = Upstream.Output
   public typealias Failure = Upstream.Failure
 
+  /// The publisher this publisher receives values from.
   public let upstream: Upstream
+  /// The checker every subscription reports to.
   public let checker: RuleChecker
 
   public func receive<S: Subscriber>(subscriber: S)

@@ -108,6 +108,7 @@ public final class TestSubscription: Subscription, CustomStringConvertible, @unc
   private let state = Lock(State())
   public let description: String
 
+  /// A subscription that describes itself as `description`.
   public init(description: String = "TestSubscription") {
     self.description = description
   }

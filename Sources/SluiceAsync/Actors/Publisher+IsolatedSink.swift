@@ -8,7 +8,7 @@ extension Publisher {
   /// the actor stays free for other work while the pipeline is idle.
   ///
   /// **Demand**: by `bufferingPolicy`; by default `.prefetch(64)` (backpressure: a slow actor
-  /// slows the upstream), or `.unbounded` for hot publishers (``HotPublisher``: subjects,
+  /// slows the upstream), or `.unbounded` for hot publishers (`HotPublisher`: subjects,
   /// `@Published`, operator chains over them), which cannot be slowed and would
   /// otherwise drop values. **Ordering**: the publisher's. **Cancellation**: cancelling (or
   /// deinitialising) the returned value cancels the subscription and the task; no closure runs

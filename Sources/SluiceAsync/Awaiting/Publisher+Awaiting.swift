@@ -2,7 +2,7 @@
 public enum PublisherValueError: Error, Equatable, Hashable, Sendable, CustomStringConvertible {
   /// The publisher finished without sending a value.
   case noValue
-  /// ``Publisher/singleValue(isolation:)`` received a second value.
+  /// ``SluiceCore/Publisher/singleValue(isolation:)`` received a second value.
   case moreThanOneValue
 
   public var description: String {
@@ -96,7 +96,7 @@ extension Future where Failure == Never {
   /// The future's value, once it is fulfilled, as in Combine.
   ///
   /// A future that cannot fail has no way to report cancellation, so, as in Combine, cancelling
-  /// the awaiting task does not end this wait: use ``Publisher/firstValue(isolation:)`` for a wait that
+  /// the awaiting task does not end this wait: use ``SluiceCore/Publisher/firstValue(isolation:)`` for a wait that
   /// cancellation ends.
   public var value: Output {
     get async {

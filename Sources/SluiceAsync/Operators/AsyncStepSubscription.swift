@@ -1,7 +1,7 @@
 import SluiceCore
 
-/// The engine of ``Publishers/AsyncMap``, ``Publishers/TryAsyncMap`` and
-/// ``Publishers/AsyncFilter``: runs an `async` step per upstream value in a task of its own, up to
+/// The engine of ``SluiceCore/Publishers/AsyncMap``, ``SluiceCore/Publishers/TryAsyncMap`` and
+/// ``SluiceCore/Publishers/AsyncFilter``: runs an `async` step per upstream value in a task of its own, up to
 /// `maxConcurrent` at a time, and delivers the results in upstream order.
 ///
 /// **Demand**: values asked of the upstream and not yet delivered (in flight, or requested and

@@ -133,7 +133,7 @@ extension Publishers {
 
 extension Publisher {
   /// Transforms each value with an `async` closure, up to `maxConcurrent` at a time, delivering
-  /// the results in upstream order; see ``Publishers/AsyncMap``.
+  /// the results in upstream order; see ``SluiceCore/Publishers/AsyncMap``.
   ///
   /// ```swift
   /// $query.debounce(for: .milliseconds(300), scheduler: DispatchQueue.main)
@@ -148,7 +148,7 @@ extension Publisher {
   }
 
   /// Transforms each value with an `async` closure that throws this publisher's failure type;
-  /// see ``Publishers/TryAsyncMap``.
+  /// see ``SluiceCore/Publishers/TryAsyncMap``.
   public func tryAsyncMap<T>(
     maxConcurrent: Int = 1, priority: TaskPriority? = nil,
     _ transform:
@@ -159,7 +159,7 @@ extension Publisher {
   }
 
   /// Transforms each value with an `async` closure that may throw any error, failing with it
-  /// (as `tryMap`, the failure becomes `any Error`); see ``Publishers/TryAsyncMap``.
+  /// (as `tryMap`, the failure becomes `any Error`); see ``SluiceCore/Publishers/TryAsyncMap``.
   @_disfavoredOverload
   public func tryAsyncMap<T>(
     maxConcurrent: Int = 1, priority: TaskPriority? = nil,
@@ -171,7 +171,7 @@ extension Publisher {
   }
 
   /// Keeps the values an `async` predicate accepts, in upstream order; see
-  /// ``Publishers/AsyncFilter``.
+  /// ``SluiceCore/Publishers/AsyncFilter``.
   public func asyncFilter(
     maxConcurrent: Int = 1, priority: TaskPriority? = nil,
     _ isIncluded: @escaping @isolated(any) @Sendable (sending Output) async -> Bool
@@ -183,7 +183,7 @@ extension Publisher {
 
 extension Publisher where Failure == Never {
   /// Transforms each value with an `async` closure whose typed error becomes the failure; see
-  /// ``Publishers/TryAsyncMap``.
+  /// ``SluiceCore/Publishers/TryAsyncMap``.
   public func tryAsyncMap<T, E: Error>(
     maxConcurrent: Int = 1, priority: TaskPriority? = nil,
     _ transform: @escaping @isolated(any) @Sendable (sending Output) async throws(E) -> sending T

@@ -5,7 +5,7 @@
 /// publisher that cannot fail, `for await` needs no `try`; otherwise the sequence throws the
 /// publisher's own `Failure`.
 ///
-/// **Demand**: set by the ``AsyncBufferingPolicy`` (``Publisher/values`` uses
+/// **Demand**: set by the ``AsyncBufferingPolicy`` (``SluiceCore/Publisher/values`` uses
 /// ``AsyncBufferingPolicy/demandOne``: one `request(.max(1))` per `next()`, as in Combine).
 /// **Ordering**: the publisher's. **Cancellation**: cancelling the consuming task, or dropping
 /// the iterator, cancels and releases the subscription at once; `next()` then returns `nil`, as
@@ -86,7 +86,7 @@ extension Publisher {
   /// The publisher's values as an async sequence.
   ///
   /// One `request(.max(1))` per `next()`, as in Combine, except for hot publishers
-  /// (``HotPublisher``: subjects, `@Published`, `map`/`filter`/`debounce`/… chains over them): a
+  /// (`HotPublisher`: subjects, `@Published`, `map`/`filter`/`debounce`/… chains over them): a
   /// hot publisher cannot be slowed down (it drops what a subscriber has not demanded), so for
   /// one this requests `.unlimited` and keeps every value sent after iteration starts until the
   /// consumer takes it (``AsyncBufferingPolicy/unbounded``). Use
@@ -103,7 +103,7 @@ extension Publisher {
   /// `.unbounded` for subjects (lossless), `.demandOne` for everything else (as in Combine).
   var defaultBufferingPolicy: AsyncBufferingPolicy { bufferingPolicy(otherwise: .demandOne) }
 
-  /// `.unbounded` for a hot publisher (``HotPublisher``: a subject, `@Published`, an operator
+  /// `.unbounded` for a hot publisher (`HotPublisher`: a subject, `@Published`, an operator
   /// chain over them), which cannot be slowed down and drops what was not demanded, so anything
   /// less would lose values; `policy` for every other publisher.
   func bufferingPolicy(otherwise policy: AsyncBufferingPolicy) -> AsyncBufferingPolicy {

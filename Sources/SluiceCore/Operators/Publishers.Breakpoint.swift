@@ -17,11 +17,17 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The closure that decides whether each subscription stops in the debugger.
     public let receiveSubscription: ((any Subscription) -> Bool)?
+    /// The closure that decides whether each value stops in the debugger.
     public let receiveOutput: ((Upstream.Output) -> Bool)?
+    /// The closure that decides whether the completion stops in the debugger.
     public let receiveCompletion: ((Subscribers.Completion<Failure>) -> Bool)?
 
+    /// Creates the publisher over `upstream`, with its `receiveSubscription`, `receiveOutput`,
+    /// `receiveCompletion`, as the operator method does.
     @inlinable
     public init(
       upstream: Upstream, receiveSubscription: ((any Subscription) -> Bool)? = nil,
@@ -128,11 +134,17 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Never
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The text at the start of the trap's message.
     public let prefix: String
+    /// The file the trap reports.
     public let file: StaticString
+    /// The line the trap reports.
     public let line: UInt
 
+    /// Creates the publisher over `upstream`, with its `prefix`, `file`, `line`, as the operator
+    /// method does.
     @inlinable
     public init(upstream: Upstream, prefix: String, file: StaticString, line: UInt) {
       self.upstream = upstream

@@ -11,9 +11,12 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = NewPublisher.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The closure that makes the publisher to continue with from a failure.
     public let handler: (Upstream.Failure) -> NewPublisher
 
+    /// Creates the publisher over `upstream`, with its `handler`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, handler: @escaping (Upstream.Failure) -> NewPublisher) {
       self.upstream = upstream
@@ -46,9 +49,12 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The closure that makes the publisher to continue with from a failure.
     public let handler: (Upstream.Failure) throws -> NewPublisher
 
+    /// Creates the publisher over `upstream`, with its `handler`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, handler: @escaping (Upstream.Failure) throws -> NewPublisher) {
       self.upstream = upstream

@@ -3,14 +3,18 @@ public import Foundation
 /// A type that encodes a value into one top-level output (`JSONEncoder`, `PropertyListEncoder`),
 /// as in Combine: what `encode(encoder:)` works with.
 public protocol TopLevelEncoder {
+  /// The type values are encoded to (`Data` for `JSONEncoder`).
   associatedtype Output
+  /// Encodes `value`; throws the encoder's error if it cannot.
   func encode<T: Encodable>(_ value: T) throws -> Output
 }
 
 /// A type that decodes a value from one top-level input (`JSONDecoder`, `PropertyListDecoder`),
 /// as in Combine: what `decode(type:decoder:)` works with.
 public protocol TopLevelDecoder {
+  /// The type values are decoded from (`Data` for `JSONDecoder`).
   associatedtype Input
+  /// Decodes a value of `type` from `from`; throws the decoder's error if it cannot.
   func decode<T: Decodable>(_ type: T.Type, from: Input) throws -> T
 }
 
@@ -30,9 +34,12 @@ extension Publishers {
     public typealias Output = Coder.Output
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The encoder every value is encoded with.
     public let encoder: Coder
 
+    /// Creates the publisher over `upstream`, with its `encoder`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, encoder: Coder) {
       self.upstream = upstream
@@ -66,9 +73,12 @@ extension Publishers {
   where Upstream.Output == Coder.Input {
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The decoder every value is decoded with.
     public let decoder: Coder
 
+    /// Creates the publisher over `upstream`, with its `decoder`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, decoder: Coder) {
       self.upstream = upstream

@@ -9,8 +9,10 @@ extension Publishers {
     public typealias Output = [Upstream.Output]
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
 
+    /// Creates the publisher over `upstream`.
     @inlinable
     public init(upstream: Upstream) { self.upstream = upstream }
 
@@ -41,7 +43,9 @@ extension Publishers {
     public typealias Output = [Upstream.Output]
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The most values collected into one array.
     public let count: Int
 
     /// Traps unless `count` is at least 1.
@@ -92,8 +96,10 @@ extension Publishers {
     public typealias Output = Never
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
 
+    /// Creates the publisher over `upstream`.
     @inlinable
     public init(upstream: Upstream) { self.upstream = upstream }
 

@@ -8,10 +8,13 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
     /// `true` when the first argument comes before the second.
     public let areInIncreasingOrder: (Upstream.Output, Upstream.Output) -> Bool
 
+    /// Creates the publisher over `upstream`, with its `areInIncreasingOrder`, as the operator
+    /// method does.
     @inlinable
     public init(
       upstream: Upstream,
@@ -48,9 +51,13 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The closure that says whether two values are in increasing order.
     public let areInIncreasingOrder: (Upstream.Output, Upstream.Output) throws -> Bool
 
+    /// Creates the publisher over `upstream`, with its `areInIncreasingOrder`, as the operator
+    /// method does.
     @inlinable
     public init(
       upstream: Upstream,

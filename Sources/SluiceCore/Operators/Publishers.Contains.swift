@@ -8,9 +8,12 @@ extension Publishers {
     public typealias Output = Bool
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The value looked for.
     public let output: Upstream.Output
 
+    /// Creates the publisher over `upstream`, with its `output`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, output: Upstream.Output) {
       self.upstream = upstream
@@ -38,9 +41,12 @@ extension Publishers {
     public typealias Output = Bool
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The condition a value is tested with.
     public let predicate: (Upstream.Output) -> Bool
 
+    /// Creates the publisher over `upstream`, with its `predicate`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, predicate: @escaping (Upstream.Output) -> Bool) {
       self.upstream = upstream
@@ -67,9 +73,12 @@ extension Publishers {
     public typealias Output = Bool
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The condition a value is tested with.
     public let predicate: (Upstream.Output) throws -> Bool
 
+    /// Creates the publisher over `upstream`, with its `predicate`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, predicate: @escaping (Upstream.Output) throws -> Bool) {
       self.upstream = upstream
@@ -97,9 +106,12 @@ extension Publishers {
     public typealias Output = Bool
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The condition every value must meet.
     public let predicate: (Upstream.Output) -> Bool
 
+    /// Creates the publisher over `upstream`, with its `predicate`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, predicate: @escaping (Upstream.Output) -> Bool) {
       self.upstream = upstream
@@ -126,9 +138,12 @@ extension Publishers {
     public typealias Output = Bool
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The condition every value must meet.
     public let predicate: (Upstream.Output) throws -> Bool
 
+    /// Creates the publisher over `upstream`, with its `predicate`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, predicate: @escaping (Upstream.Output) throws -> Bool) {
       self.upstream = upstream

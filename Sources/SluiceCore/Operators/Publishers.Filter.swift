@@ -8,9 +8,12 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The closure that decides whether a value is republished.
     public let isIncluded: (Upstream.Output) -> Bool
 
+    /// Creates the publisher over `upstream`, with its `isIncluded`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, isIncluded: @escaping (Upstream.Output) -> Bool) {
       self.upstream = upstream
@@ -36,9 +39,12 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The closure that decides whether a value is republished.
     public let isIncluded: (Upstream.Output) throws -> Bool
 
+    /// Creates the publisher over `upstream`, with its `isIncluded`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, isIncluded: @escaping (Upstream.Output) throws -> Bool) {
       self.upstream = upstream
@@ -65,9 +71,12 @@ extension Publishers {
   public struct CompactMap<Upstream: Publisher, Output>: Publisher {
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The closure that transforms each value.
     public let transform: (Upstream.Output) -> Output?
 
+    /// Creates the publisher over `upstream`, with its `transform`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, transform: @escaping (Upstream.Output) -> Output?) {
       self.upstream = upstream
@@ -90,9 +99,12 @@ extension Publishers {
   public struct TryCompactMap<Upstream: Publisher, Output>: Publisher {
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The closure that transforms each value.
     public let transform: (Upstream.Output) throws -> Output?
 
+    /// Creates the publisher over `upstream`, with its `transform`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, transform: @escaping (Upstream.Output) throws -> Output?) {
       self.upstream = upstream

@@ -8,8 +8,10 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
 
+    /// Creates the publisher over `upstream`.
     @inlinable
     public init(upstream: Upstream) { self.upstream = upstream }
 
@@ -33,10 +35,13 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
 
+    /// The condition a value is tested with.
     public let predicate: (Upstream.Output) -> Bool
 
+    /// Creates the publisher over `upstream`, with its `predicate`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, predicate: @escaping (Upstream.Output) -> Bool) {
       self.upstream = upstream
@@ -63,10 +68,13 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
 
+    /// The condition a value is tested with.
     public let predicate: (Upstream.Output) throws -> Bool
 
+    /// Creates the publisher over `upstream`, with its `predicate`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, predicate: @escaping (Upstream.Output) throws -> Bool) {
       self.upstream = upstream
@@ -93,8 +101,10 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
 
+    /// Creates the publisher over `upstream`.
     @inlinable
     public init(upstream: Upstream) { self.upstream = upstream }
 
@@ -117,10 +127,13 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
 
+    /// The condition a value is tested with.
     public let predicate: (Upstream.Output) -> Bool
 
+    /// Creates the publisher over `upstream`, with its `predicate`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, predicate: @escaping (Upstream.Output) -> Bool) {
       self.upstream = upstream
@@ -147,10 +160,13 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
 
+    /// The condition a value is tested with.
     public let predicate: (Upstream.Output) throws -> Bool
 
+    /// Creates the publisher over `upstream`, with its `predicate`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, predicate: @escaping (Upstream.Output) throws -> Bool) {
       self.upstream = upstream

@@ -9,13 +9,21 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The closure called on each subscription, if any.
     public var receiveSubscription: ((any Subscription) -> Void)?
+    /// The closure called on each value, if any.
     public var receiveOutput: ((Upstream.Output) -> Void)?
+    /// The closure called on the completion, if any.
     public var receiveCompletion: ((Subscribers.Completion<Upstream.Failure>) -> Void)?
+    /// The closure called on a cancel, if any.
     public var receiveCancel: (() -> Void)?
+    /// The closure called on each request, if any.
     public var receiveRequest: ((Subscribers.Demand) -> Void)?
 
+    /// Creates the publisher over `upstream`, with its `receiveSubscription`, `receiveOutput`,
+    /// `receiveCompletion`, `receiveCancel`, `receiveRequest`, as the operator method does.
     @inlinable
     public init(
       upstream: Upstream, receiveSubscription: ((any Subscription) -> Void)? = nil,

@@ -11,6 +11,7 @@ extension Publishers {
     /// The closure applied to each value.
     public let transform: (Upstream.Output) -> Output
 
+    /// Creates the publisher over `upstream`, with its `transform`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, transform: @escaping (Upstream.Output) -> Output) {
       self.upstream = upstream
@@ -32,9 +33,12 @@ extension Publishers {
   public struct TryMap<Upstream: Publisher, Output>: Publisher {
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The closure that transforms each value.
     public let transform: (Upstream.Output) throws -> Output
 
+    /// Creates the publisher over `upstream`, with its `transform`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, transform: @escaping (Upstream.Output) throws -> Output) {
       self.upstream = upstream

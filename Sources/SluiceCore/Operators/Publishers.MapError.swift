@@ -6,15 +6,19 @@ extension Publishers {
   public struct MapError<Upstream: Publisher, Failure: Error>: Publisher {
     public typealias Output = Upstream.Output
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The closure that transforms each failure.
     public let transform: (Upstream.Failure) -> Failure
 
+    /// Creates the publisher over `upstream`, with its `transform`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, transform: @escaping (Upstream.Failure) -> Failure) {
       self.upstream = upstream
       self.transform = transform
     }
 
+    /// Creates the publisher over `upstream`, with its `_`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, _ map: @escaping (Upstream.Failure) -> Failure) {
       self.init(upstream: upstream, transform: map)
@@ -38,8 +42,10 @@ extension Publishers {
   where Upstream.Failure == Never {
     public typealias Output = Upstream.Output
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
 
+    /// Creates the publisher over `upstream`.
     @inlinable
     public init(upstream: Upstream) { self.upstream = upstream }
 

@@ -6,9 +6,12 @@ extension Publishers {
   public struct MapKeyPath<Upstream: Publisher, Output>: Publisher {
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The key path of the property read from each value.
     public let keyPath: KeyPath<Upstream.Output, Output>
 
+    /// Creates the publisher over `upstream`, with its `keyPath`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, keyPath: KeyPath<Upstream.Output, Output>) {
       self.upstream = upstream
@@ -34,10 +37,15 @@ extension Publishers {
     public typealias Output = (Output0, Output1)
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The key path of the first property read from each value.
     public let keyPath0: KeyPath<Upstream.Output, Output0>
+    /// The key path of the second property read from each value.
     public let keyPath1: KeyPath<Upstream.Output, Output1>
 
+    /// Creates the publisher over `upstream`, with its `keyPath0`, `keyPath1`, as the operator
+    /// method does.
     @inlinable
     public init(
       upstream: Upstream, keyPath0: KeyPath<Upstream.Output, Output0>,
@@ -70,11 +78,17 @@ extension Publishers {
     public typealias Output = (Output0, Output1, Output2)
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The key path of the first property read from each value.
     public let keyPath0: KeyPath<Upstream.Output, Output0>
+    /// The key path of the second property read from each value.
     public let keyPath1: KeyPath<Upstream.Output, Output1>
+    /// The key path of the third property read from each value.
     public let keyPath2: KeyPath<Upstream.Output, Output2>
 
+    /// Creates the publisher over `upstream`, with its `keyPath0`, `keyPath1`, `keyPath2`, as the
+    /// operator method does.
     @inlinable
     public init(
       upstream: Upstream, keyPath0: KeyPath<Upstream.Output, Output0>,

@@ -9,6 +9,7 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
     /// The positions (0-based) to republish.
     public let range: CountableRange<Int>
@@ -88,10 +89,12 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
     /// How many values to omit.
     public let count: Int
 
+    /// Creates the publisher over `upstream`, with its `count`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, count: Int) {
       self.upstream = upstream

@@ -9,9 +9,12 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The condition values are republished while they meet it.
     public let predicate: (Upstream.Output) -> Bool
 
+    /// Creates the publisher over `upstream`, with its `predicate`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, predicate: @escaping (Upstream.Output) -> Bool) {
       self.upstream = upstream
@@ -40,9 +43,12 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The condition values are republished while they meet it.
     public let predicate: (Upstream.Output) throws -> Bool
 
+    /// Creates the publisher over `upstream`, with its `predicate`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, predicate: @escaping (Upstream.Output) throws -> Bool) {
       self.upstream = upstream
@@ -75,9 +81,12 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The condition values are dropped while they meet it.
     public let predicate: (Upstream.Output) -> Bool
 
+    /// Creates the publisher over `upstream`, with its `predicate`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, predicate: @escaping (Upstream.Output) -> Bool) {
       self.upstream = upstream
@@ -108,9 +117,12 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The condition values are dropped while they meet it.
     public let predicate: (Upstream.Output) throws -> Bool
 
+    /// Creates the publisher over `upstream`, with its `predicate`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, predicate: @escaping (Upstream.Output) throws -> Bool) {
       self.upstream = upstream

@@ -8,10 +8,14 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The text at the start of every line printed.
     public let prefix: String
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// Where the lines are written; standard output when `nil`.
     public let stream: (any TextOutputStream)?
 
+    /// Creates the publisher over `upstream`, printing with `prefix` to `to` (standard output when `nil`).
     @inlinable
     public init(upstream: Upstream, prefix: String, to stream: (any TextOutputStream)? = nil) {
       self.upstream = upstream

@@ -8,10 +8,15 @@ extension Publishers {
   public struct Reduce<Upstream: Publisher, Output>: Publisher {
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The result the accumulation starts from.
     public let initial: Output
+    /// The closure that combines the result so far with each value.
     public let nextPartialResult: (Output, Upstream.Output) -> Output
 
+    /// Creates the publisher over `upstream`, with its `initial`, `nextPartialResult`, as the
+    /// operator method does.
     @inlinable
     public init(
       upstream: Upstream, initial: Output,
@@ -46,10 +51,15 @@ extension Publishers {
   public struct TryReduce<Upstream: Publisher, Output>: Publisher {
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The result the accumulation starts from.
     public let initial: Output
+    /// The closure that combines the result so far with each value.
     public let nextPartialResult: (Output, Upstream.Output) throws -> Output
 
+    /// Creates the publisher over `upstream`, with its `initial`, `nextPartialResult`, as the
+    /// operator method does.
     @inlinable
     public init(
       upstream: Upstream, initial: Output,
@@ -87,8 +97,10 @@ extension Publishers {
     public typealias Output = Int
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
 
+    /// Creates the publisher over `upstream`.
     @inlinable
     public init(upstream: Upstream) { self.upstream = upstream }
 

@@ -8,9 +8,12 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The closure that says whether a value equals the one before it.
     public let predicate: (Output, Output) -> Bool
 
+    /// Creates the publisher over `upstream`, with its `predicate`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, predicate: @escaping (Output, Output) -> Bool) {
       self.upstream = upstream
@@ -44,9 +47,12 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The closure that says whether a value equals the one before it.
     public let predicate: (Output, Output) throws -> Bool
 
+    /// Creates the publisher over `upstream`, with its `predicate`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, predicate: @escaping (Output, Output) throws -> Bool) {
       self.upstream = upstream

@@ -9,9 +9,12 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The value published if the upstream finishes without publishing one.
     public let output: Output
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
 
+    /// Creates the publisher over `upstream`, with its `output`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, output: Output) {
       self.upstream = upstream
@@ -50,9 +53,12 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Never
 
+    /// The value published in place of a failure.
     public let output: Output
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
 
+    /// Creates the publisher over `upstream`, with its `output`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, output: Output) {
       self.upstream = upstream

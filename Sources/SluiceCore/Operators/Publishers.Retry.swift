@@ -14,10 +14,12 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
     /// How many times to resubscribe; `nil` (or a negative count) for no limit.
     public let retries: Int?
 
+    /// Creates the publisher over `upstream`, with its `retries`, as the operator method does.
     @inlinable
     public init(upstream: Upstream, retries: Int?) {
       self.upstream = upstream

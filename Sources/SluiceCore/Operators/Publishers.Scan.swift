@@ -7,10 +7,15 @@ extension Publishers {
   public struct Scan<Upstream: Publisher, Output>: Publisher {
     public typealias Failure = Upstream.Failure
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The result the accumulation starts from.
     public let initialResult: Output
+    /// The closure that combines the result so far with each value.
     public let nextPartialResult: (Output, Upstream.Output) -> Output
 
+    /// Creates the publisher over `upstream`, with its `initialResult`, `nextPartialResult`, as the
+    /// operator method does.
     @inlinable
     public init(
       upstream: Upstream, initialResult: Output,
@@ -38,10 +43,15 @@ extension Publishers {
   public struct TryScan<Upstream: Publisher, Output>: Publisher {
     public typealias Failure = any Error
 
+    /// The publisher this publisher receives values from.
     public let upstream: Upstream
+    /// The result the accumulation starts from.
     public let initialResult: Output
+    /// The closure that combines the result so far with each value.
     public let nextPartialResult: (Output, Upstream.Output) throws -> Output
 
+    /// Creates the publisher over `upstream`, with its `initialResult`, `nextPartialResult`, as the
+    /// operator method does.
     @inlinable
     public init(
       upstream: Upstream, initialResult: Output,

@@ -17,7 +17,7 @@ public protocol Publisher<Output, Failure> {
   /// The kind of errors this publisher might publish; `Never` if it cannot fail.
   associatedtype Failure: Error
 
-  /// Attaches `subscriber` to this publisher. Call ``subscribe(_:)-(Subscriber)`` instead.
+  /// Attaches `subscriber` to this publisher. Call `subscribe(_:)` instead.
   func receive<S: Subscriber>(subscriber: S) where Failure == S.Failure, Output == S.Input
 }
 

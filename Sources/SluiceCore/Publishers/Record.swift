@@ -35,6 +35,7 @@ public struct Record<Output, Failure: Error>: Publisher {
   ///
   /// `receive(_:)` after `receive(completion:)`, or a second `receive(completion:)`, traps.
   public struct Recording {
+    /// The type of the values recorded.
     public typealias Input = Output
 
     /// The output recorded so far.

@@ -176,6 +176,7 @@ extension DispatchQueue: Scheduler {
     /// The dispatch group, if any, that should be used for performing actions.
     public var group: DispatchGroup?
 
+    /// Options with a quality of service, work item flags and a group (none by default).
     public init(
       qos: DispatchQoS = .unspecified, flags: DispatchWorkItemFlags = [],
       group: DispatchGroup? = nil

@@ -23,6 +23,7 @@ public final class PassthroughSubject<Output, Failure: Error>: Subject, @uncheck
   @usableFromInline let core = SubjectCore<Output, Failure>(
     name: "PassthroughSubject", currentValue: nil, requestsUpstreamsOnDemand: true)
 
+  /// Creates a subject with no subscribers and no upstream.
   public init() {}
 
   @inlinable

@@ -58,6 +58,7 @@ extension Subscribers {
 
     // MARK: Addition
 
+    /// The sum of two demands; `.unlimited` plus anything is `.unlimited`.
     @inlinable
     public static func + (lhs: Demand, rhs: Demand) -> Demand {
       if lhs == .unlimited || rhs == .unlimited { return .unlimited }
@@ -65,9 +66,12 @@ extension Subscribers {
       return overflow ? .unlimited : Demand(rawValue: sum)
     }
 
+    /// Adds a demand to a demand; `.unlimited` stays `.unlimited`.
     @inlinable
     public static func += (lhs: inout Demand, rhs: Demand) { lhs = lhs + rhs }
 
+    /// A demand plus a count (a negative count subtracts, never below `.none`); `.unlimited` stays
+    /// `.unlimited`.
     @inlinable
     public static func + (lhs: Demand, rhs: Int) -> Demand {
       if lhs == .unlimited { return .unlimited }
@@ -76,11 +80,14 @@ extension Subscribers {
       return sum < 0 ? .none : Demand(rawValue: UInt(sum))
     }
 
+    /// Adds a count to a demand; `.unlimited` stays `.unlimited`.
     @inlinable
     public static func += (lhs: inout Demand, rhs: Int) { lhs = lhs + rhs }
 
     // MARK: Subtraction
 
+    /// The difference of two demands, never below `.none`; `.unlimited` minus a finite demand stays
+    /// `.unlimited`.
     @inlinable
     public static func - (lhs: Demand, rhs: Demand) -> Demand {
       if lhs == .unlimited { return .unlimited }
@@ -88,9 +95,11 @@ extension Subscribers {
       return lhs.rawValue >= rhs.rawValue ? Demand(rawValue: lhs.rawValue - rhs.rawValue) : .none
     }
 
+    /// Subtracts a demand, never below `.none`; `.unlimited` stays `.unlimited`.
     @inlinable
     public static func -= (lhs: inout Demand, rhs: Demand) { lhs = lhs - rhs }
 
+    /// A demand minus a count, never below `.none`; `.unlimited` stays `.unlimited`.
     @inlinable
     public static func - (lhs: Demand, rhs: Int) -> Demand {
       if lhs == .unlimited { return .unlimited }
@@ -99,11 +108,13 @@ extension Subscribers {
       return difference < 0 ? .none : Demand(rawValue: UInt(difference))
     }
 
+    /// Subtracts a count from a demand, never below `.none`; `.unlimited` stays `.unlimited`.
     @inlinable
     public static func -= (lhs: inout Demand, rhs: Int) { lhs = lhs - rhs }
 
     // MARK: Multiplication
 
+    /// A demand multiplied by a count; `.unlimited` stays `.unlimited`.
     @inlinable
     public static func * (lhs: Demand, rhs: Int) -> Demand {
       if lhs == .unlimited { return .unlimited }
@@ -112,6 +123,7 @@ extension Subscribers {
       return product < 0 ? .none : Demand(rawValue: UInt(product))
     }
 
+    /// Multiplies a demand by a count; `.unlimited` stays `.unlimited`.
     @inlinable
     public static func *= (lhs: inout Demand, rhs: Int) { lhs = lhs * rhs }
 
@@ -120,17 +132,21 @@ extension Subscribers {
     @inlinable
     public static func < (lhs: Demand, rhs: Demand) -> Bool { lhs.rawValue < rhs.rawValue }
 
+    /// Whether the demand equals the count (never for `.unlimited`).
     @inlinable
     public static func == (lhs: Demand, rhs: Int) -> Bool {
       lhs != .unlimited && rhs >= 0 && lhs.rawValue == UInt(rhs)
     }
 
+    /// Whether the demand differs from the count (always for `.unlimited`).
     @inlinable
     public static func != (lhs: Demand, rhs: Int) -> Bool { !(lhs == rhs) }
 
+    /// Whether the demand equals the count (never for `.unlimited`).
     @inlinable
     public static func == (lhs: Int, rhs: Demand) -> Bool { rhs == lhs }
 
+    /// Whether the demand differs from the count (always for `.unlimited`).
     @inlinable
     public static func != (lhs: Int, rhs: Demand) -> Bool { !(rhs == lhs) }
 
@@ -142,20 +158,28 @@ extension Subscribers {
       return value < rhs ? -1 : (value == rhs ? 0 : 1)
     }
 
+    /// Compares a demand with a count; `.unlimited` is greater than any count.
     @inlinable
     public static func < (lhs: Demand, rhs: Int) -> Bool { compare(lhs, rhs) < 0 }
+    /// Compares a demand with a count; `.unlimited` is greater than any count.
     @inlinable
     public static func <= (lhs: Demand, rhs: Int) -> Bool { compare(lhs, rhs) <= 0 }
+    /// Compares a demand with a count; `.unlimited` is greater than any count.
     @inlinable
     public static func > (lhs: Demand, rhs: Int) -> Bool { compare(lhs, rhs) > 0 }
+    /// Compares a demand with a count; `.unlimited` is greater than any count.
     @inlinable
     public static func >= (lhs: Demand, rhs: Int) -> Bool { compare(lhs, rhs) >= 0 }
+    /// Compares a demand with a count; `.unlimited` is greater than any count.
     @inlinable
     public static func < (lhs: Int, rhs: Demand) -> Bool { compare(rhs, lhs) > 0 }
+    /// Compares a demand with a count; `.unlimited` is greater than any count.
     @inlinable
     public static func <= (lhs: Int, rhs: Demand) -> Bool { compare(rhs, lhs) >= 0 }
+    /// Compares a demand with a count; `.unlimited` is greater than any count.
     @inlinable
     public static func > (lhs: Int, rhs: Demand) -> Bool { compare(rhs, lhs) < 0 }
+    /// Compares a demand with a count; `.unlimited` is greater than any count.
     @inlinable
     public static func >= (lhs: Int, rhs: Demand) -> Bool { compare(rhs, lhs) <= 0 }
 

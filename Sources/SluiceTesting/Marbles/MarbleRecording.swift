@@ -8,8 +8,11 @@ public import SluiceCore
 public struct MarbleRecording<Output, Failure: Error> {
   /// One signal the recorder received.
   public enum Signal {
+    /// A value.
     case value(Output)
+    /// The publisher finished.
     case finished
+    /// The publisher failed.
     case failure(Failure)
   }
 
@@ -158,6 +161,8 @@ extension TestScheduler {
   /// what arrives at each tick.
   ///
   /// - Parameters:
+  ///   - publisher: the publisher to record.
+  ///   - tick: the time one character of the diagram stands for (one second by default).
   ///   - ticks: how many ticks to run; by default until the publisher completes or nothing is
   ///     left to run (traps after 100,000 ticks: a repeating timer never runs out, so pass
   ///     `ticks` for one).
