@@ -41,6 +41,13 @@ public struct RuleFuzzer: Sendable {
   /// Whether the upstream's subscriptions must have ended once the subscriber cancelled
   /// (`false` for a publisher that keeps its upstream on purpose, like a subject).
   public var checksUpstream = true
+  /// How long a publisher whose signals come from a task (`AsyncFuture`, `AsyncProducer`,
+  /// `asyncSequence.publisher`, `asyncMap`, …) may take, once its subscriber cancelled, to end
+  /// its upstream's subscription and release the subscriber: the checks are repeated until
+  /// they pass or this time is over. Zero (the default) checks once, right away. The fuzzer
+  /// blocks its thread meanwhile, so run it off Swift's cooperative pool (on a dispatch queue)
+  /// when the publisher's tasks need that pool to run.
+  public var gracePeriod: Duration = .zero
 
   /// A fuzzer running one script per seed in `seeds`.
   public init(
@@ -80,7 +87,8 @@ public struct RuleFuzzer: Sendable {
   ) -> [String]? {
     for _ in 0..<(script.lanes.count > 1 ? attempts : 1) {
       let problems = FuzzRun.run(
-        script, make: make, settle: settle, checksUpstream: checksUpstream)
+        script, make: make, settle: settle, checksUpstream: checksUpstream,
+        gracePeriod: gracePeriod)
       if !problems.isEmpty { return problems }
     }
     return nil
@@ -375,7 +383,7 @@ final class FuzzSubscriber<Input, Failure: Error>: Subscriber, @unchecked Sendab
 enum FuzzRun {
   static func run<P: Publisher>(
     _ script: FuzzScript, make: (FuzzUpstream) -> P,
-    settle: @Sendable () -> Void, checksUpstream: Bool
+    settle: @Sendable () -> Void, checksUpstream: Bool, gracePeriod: Duration
   ) -> [String] {
     let upstream = FuzzUpstream()
     let checker = RuleChecker()
@@ -405,13 +413,24 @@ enum FuzzRun {
       if !subscriber.state.withLock({ $0.completed }) { subscriber.cancel() }
       settle()
     }
+    // A publisher driven by a task ends its upstream and lets go of the subscriber when the
+    // task notices the cancel: wait for that, up to the grace period.
+    let clock = ContinuousClock()
+    let deadline = clock.now.advanced(by: gracePeriod)
+    var upstreamOpen = checksUpstream && upstream.openSubscriptions > 0
+    var subscriberKept = weakSubscriber != nil
+    while (upstreamOpen || subscriberKept) && clock.now < deadline {
+      usleep(500)
+      upstreamOpen = checksUpstream && upstream.openSubscriptions > 0
+      subscriberKept = weakSubscriber != nil
+    }
     var problems = checker.violations.map(\.description)
-    if checksUpstream, upstream.openSubscriptions > 0 {
+    if upstreamOpen {
       problems.append(
         "the upstream's subscription was neither cancelled nor completed after the subscriber "
           + "cancelled")
     }
-    if weakSubscriber != nil {
+    if subscriberKept {
       problems.append("the subscriber was still referenced after the subscription ended")
     }
     return problems

@@ -108,6 +108,64 @@ struct RuleFuzzTests {
     }
   }
 
+  @Test("bridges driven by tasks keep every rule, end their upstream and let go of the subscriber")
+  func bridges() async {
+    // A task notices a cancel asynchronously: the end checks wait for it, up to the grace
+    // period, which is long because other tests may keep the cooperative pool's threads busy
+    // for a while (a bridge that passes waits only as long as its task takes). Fewer seeds
+    // than the synchronous operators: each script waits for tasks.
+    func fuzzBridge<P: Publisher & SendableMetatype>(
+      _ name: String, sourceLocation: SourceLocation = #_sourceLocation,
+      _ make: @escaping @Sendable (FuzzUpstream) -> P
+    ) async {
+      var fuzzer = RuleFuzzer(seeds: 0..<max(1, fuzzSeeds / 4), maxThreads: 4)
+      fuzzer.gracePeriod = .seconds(120)
+      let report = await offTheCooperativePool { [fuzzer] in fuzzer.check(make) }
+      #expect(report.failure == nil, "\(name): \(report)", sourceLocation: sourceLocation)
+    }
+    await fuzzBridge("AsyncFuture") { _ in AsyncFuture<Int, Never> { 42 } }
+    await fuzzBridge("AsyncProducer") { _ in
+      AsyncProducer<Int, Never> { sender in
+        for value in 0..<5 {
+          guard await sender.send(value) else { return }
+        }
+      }
+    }
+    await fuzzBridge("AsyncStream.publisher") { _ in
+      AsyncStream<Int> { continuation in
+        for value in 0..<4 { continuation.yield(value) }
+        continuation.finish()
+      }.publisher
+    }
+    // Both directions at once: the upstream read by `values`, read back by a task.
+    await fuzzBridge("values.publisher") { $0.values.publisher }
+    await fuzzBridge("values(prefetch: 2).publisher") {
+      $0.values(bufferingPolicy: .prefetch(2)).publisher
+    }
+    await fuzzBridge("values(bufferingNewest: 2).publisher") {
+      $0.values(bufferingPolicy: .bufferingNewest(2)).publisher
+    }
+    await fuzzBridge("stream().publisher") { $0.replaceError(with: -1).stream().publisher }
+    await fuzzBridge("asyncMap(maxConcurrent: 2)") { $0.asyncMap(maxConcurrent: 2) { $0 * 2 } }
+    await fuzzBridge("asyncFilter") { $0.asyncFilter { $0.isMultiple(of: 2) } }
+  }
+
+  @Test("the grace period waits for a task to let go, and no longer")
+  func gracePeriod() async {
+    var patient = RuleFuzzer(seeds: 0..<3, maxThreads: 1)
+    patient.gracePeriod = .seconds(10)
+    let waited = await offTheCooperativePool { [patient] in
+      patient.check { _ in LetsGoLater(after: .milliseconds(100)) }
+    }
+    #expect(waited.failure == nil, "\(waited)")
+    var hasty = RuleFuzzer(seeds: 0..<3, maxThreads: 1)
+    hasty.gracePeriod = .milliseconds(10)
+    let report = await offTheCooperativePool { [hasty] in
+      hasty.check { _ in LetsGoLater(after: .milliseconds(300)) }
+    }
+    #expect(report.failure?.problems.contains { $0.contains("still referenced") } == true)
+  }
+
   @Test("an app's test fuzzes its own pipeline from the main actor, closures capturing a class")
   @MainActor func fromTheMainActor() {
     let model = SearchModel()
@@ -174,6 +232,59 @@ struct IgnoresCancel: Publisher {
 
     func cancel() { cancelled = true }  // the bug: the upstream goes on, the downstream is kept
   }
+}
+
+/// Runs `body` on a dispatch queue's thread: the fuzzer blocks its thread while it waits for a
+/// publisher's tasks, which need the cooperative pool's threads to run.
+func offTheCooperativePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+  await withCheckedContinuation { continuation in
+    DispatchQueue.global().async { continuation.resume(returning: body()) }
+  }
+}
+
+/// A publisher that sends nothing and lets go of its subscriber only `after` a while once
+/// cancelled (as a task-driven bridge does when its task notices the cancel).
+struct LetsGoLater: Publisher {
+  typealias Output = Int
+  typealias Failure = Never
+  let after: Duration
+
+  func receive<S: Subscriber>(subscriber: S) where S.Input == Int, S.Failure == Never {
+    subscriber.receive(subscription: Inner(downstream: subscriber, after: after))
+  }
+
+  final class Inner: Subscription, @unchecked Sendable {
+    // Safety: the subscriber is in a lock (kept as `Any`: the task needs no generic type).
+    let downstream: Mutex<UncheckedBox<Any>?>
+    let after: Duration
+
+    init(downstream: some Subscriber, after: Duration) {
+      self.downstream = Mutex(UncheckedBox(downstream))
+      self.after = after
+    }
+
+    func request(_ demand: Subscribers.Demand) {}
+
+    func cancel() {
+      // On a dispatch queue, not in a task: other tests may keep the cooperative pool busy.
+      let milliseconds = Int(
+        after.components.seconds * 1_000 + after.components.attoseconds / 1_000_000_000_000_000)
+      DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(milliseconds)) {
+        let released = self.downstream.withLock { downstream in
+          defer { downstream = nil }
+          return downstream
+        }
+        withExtendedLifetime(released) {}
+      }
+    }
+  }
+}
+
+/// Carries a value out of a `Mutex` body (which requires a `sending` result).
+struct UncheckedBox<Value>: @unchecked Sendable {
+  // Safety: a test helper; the value is only released by the caller.
+  let value: Value
+  init(_ value: Value) { self.value = value }
 }
 
 /// An app's view model: a class the pipeline's closures capture (not `Sendable`).
