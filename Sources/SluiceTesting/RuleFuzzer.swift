@@ -66,6 +66,22 @@ public struct RuleFuzzer: Sendable {
   public func check<P: Publisher>(
     _ make: (FuzzUpstream) -> P
   ) -> RuleFuzzReport {
+    check { upstream, _ in make(upstream) }
+  }
+
+  /// ``check(_:)`` that also checks the pipeline's closures are released when its subscription
+  /// ends: `make` gets a ``FuzzToken`` for the closures it passes to operators to capture, and
+  /// the token must be gone once the subscriber cancelled or completed (each operator's
+  /// subscription lets go of its closures then).
+  ///
+  /// ```swift
+  /// let report = RuleFuzzer(seeds: 0..<100).check { upstream, token in
+  ///   upstream.map { token.touch($0) }.filter { token.touch($0) > 1 }
+  /// }
+  /// ```
+  public func check<P: Publisher>(
+    _ make: (FuzzUpstream, FuzzToken) -> P
+  ) -> RuleFuzzReport {
     var scripts = 0
     for seed in seeds {
       let script = FuzzScript(seed: seed, maxThreads: maxThreads, maxSteps: maxSteps)
@@ -83,7 +99,7 @@ public struct RuleFuzzer: Sendable {
 
   /// The problems of `script` (run up to `attempts` times if it has several lanes), or `nil`.
   func failures<P: Publisher>(
-    of script: FuzzScript, _ make: (FuzzUpstream) -> P
+    of script: FuzzScript, _ make: (FuzzUpstream, FuzzToken) -> P
   ) -> [String]? {
     for _ in 0..<(script.lanes.count > 1 ? attempts : 1) {
       let problems = FuzzRun.run(
@@ -96,7 +112,7 @@ public struct RuleFuzzer: Sendable {
 
   /// Removes steps, then threads, while the script still fails.
   func shrink<P: Publisher>(
-    _ script: FuzzScript, _ problems: [String], _ make: (FuzzUpstream) -> P
+    _ script: FuzzScript, _ problems: [String], _ make: (FuzzUpstream, FuzzToken) -> P
   ) -> (FuzzScript, [String]) {
     var current = (script, problems)
     var progress = true
@@ -379,19 +395,33 @@ final class FuzzSubscriber<Input, Failure: Error>: Subscriber, @unchecked Sendab
   }
 }
 
+/// An object for a fuzzed pipeline's closures to capture, so that ``RuleFuzzer`` can check
+/// they are released when the subscription ends (see `RuleFuzzer.check(_:)`, whose `make` takes
+/// a token).
+public final class FuzzToken: Sendable {
+  /// A token (made by the fuzzer for each run).
+  init() {}
+
+  /// Returns `value`: call it from a closure so that the closure captures the token.
+  public func touch<Value>(_ value: Value) -> Value { value }
+}
+
 /// One run of one script.
 enum FuzzRun {
   static func run<P: Publisher>(
-    _ script: FuzzScript, make: (FuzzUpstream) -> P,
+    _ script: FuzzScript, make: (FuzzUpstream, FuzzToken) -> P,
     settle: @Sendable () -> Void, checksUpstream: Bool, gracePeriod: Duration
   ) -> [String] {
     let upstream = FuzzUpstream()
     let checker = RuleChecker()
     weak var weakSubscriber: FuzzSubscriber<P.Output, P.Failure>?
+    weak var weakToken: FuzzToken?
     do {
       let subscriber = FuzzSubscriber<P.Output, P.Failure>()
       weakSubscriber = subscriber
-      make(upstream).checkingRules(checker).subscribe(subscriber)
+      let token = FuzzToken()
+      weakToken = token
+      make(upstream, token).checkingRules(checker).subscribe(subscriber)
       let lanes = script.lanes
       let perform = { @Sendable (lane: Int) in
         for step in lanes[lane] {
@@ -419,10 +449,12 @@ enum FuzzRun {
     let deadline = clock.now.advanced(by: gracePeriod)
     var upstreamOpen = checksUpstream && upstream.openSubscriptions > 0
     var subscriberKept = weakSubscriber != nil
-    while (upstreamOpen || subscriberKept) && clock.now < deadline {
+    var closuresKept = checksUpstream && weakToken != nil
+    while (upstreamOpen || subscriberKept || closuresKept) && clock.now < deadline {
       usleep(500)
       upstreamOpen = checksUpstream && upstream.openSubscriptions > 0
       subscriberKept = weakSubscriber != nil
+      closuresKept = checksUpstream && weakToken != nil
     }
     var problems = checker.violations.map(\.description)
     if upstreamOpen {
@@ -432,6 +464,11 @@ enum FuzzRun {
     }
     if subscriberKept {
       problems.append("the subscriber was still referenced after the subscription ended")
+    }
+    if closuresKept {
+      problems.append(
+        "the pipeline's closures (holding the FuzzToken) were still referenced after the "
+          + "subscription ended")
     }
     return problems
   }

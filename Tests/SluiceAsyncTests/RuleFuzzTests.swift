@@ -62,6 +62,57 @@ struct RuleFuzzTests {
     #expect(scripts == 29 * Int(fuzzSeeds))
   }
 
+  @Test("operators let go of their closures when the subscription ends")
+  func closuresAreReleased() {
+    func fuzzReleasing<P: Publisher>(
+      _ name: String, sourceLocation: SourceLocation = #_sourceLocation,
+      _ make: (FuzzUpstream, FuzzToken) -> P
+    ) {
+      let report = RuleFuzzer(seeds: 0..<max(1, fuzzSeeds / 2)).check(make)
+      #expect(report.failure == nil, "\(name): \(report)", sourceLocation: sourceLocation)
+    }
+    fuzzReleasing("map") { upstream, token in upstream.map { token.touch($0) } }
+    fuzzReleasing("tryMap") { upstream, token in upstream.tryMap { token.touch($0) } }
+    fuzzReleasing("filter") { upstream, token in upstream.filter { token.touch($0) > 0 } }
+    fuzzReleasing("compactMap") { upstream, token in upstream.compactMap { token.touch($0) } }
+    fuzzReleasing("scan") { upstream, token in upstream.scan(0) { token.touch($0 + $1) } }
+    fuzzReleasing("reduce") { upstream, token in upstream.reduce(0) { token.touch($0 + $1) } }
+    fuzzReleasing("removeDuplicates(by:)") { upstream, token in
+      upstream.removeDuplicates { token.touch($0 == $1) }
+    }
+    fuzzReleasing("drop(while:)") { upstream, token in upstream.drop { token.touch($0 < 2) } }
+    fuzzReleasing("prefix(while:)") { upstream, token in upstream.prefix { token.touch($0 < 3) } }
+    fuzzReleasing("first(where:)") { upstream, token in upstream.first { token.touch($0 > 1) } }
+    fuzzReleasing("handleEvents") { upstream, token in
+      upstream.handleEvents(receiveOutput: { _ = token.touch($0) })
+    }
+    fuzzReleasing("catch") { upstream, token in upstream.catch { _ in Just(token.touch(-1)) } }
+    fuzzReleasing("flatMap") { upstream, token in
+      upstream.flatMap(maxPublishers: .max(2)) { Just(token.touch($0)) }
+    }
+    fuzzReleasing("map → switchToLatest") { upstream, token in
+      upstream.map { [token.touch($0)].publisher.setFailureType(to: Failure.self) }
+        .switchToLatest()
+    }
+    fuzzReleasing("zip with a transform") { upstream, token in
+      upstream.zip([10, 11].publisher.setFailureType(to: Failure.self)) { token.touch($0 + $1) }
+    }
+    fuzzReleasing("combineLatest with a transform") { upstream, token in
+      upstream.combineLatest(Just(9).setFailureType(to: Failure.self)) { token.touch($0 + $1) }
+    }
+  }
+
+  @Test("an operator that keeps its closure after the subscription ended is caught")
+  func operatorKeepingItsClosureIsCaught() {
+    let report = RuleFuzzer(seeds: 0..<20, maxThreads: 1).check { upstream, token in
+      KeepsItsClosure(upstream: upstream) { token.touch($0) }
+    }
+    #expect(
+      report.failure?.problems.contains { $0.contains("closures (holding the FuzzToken)") }
+        == true, "\(report)")
+    KeepsItsClosure.kept.withLock { $0.removeAll() }
+  }
+
   @Test("combining, flattening and multicasting operators keep every rule")
   func combiningOperators() {
     fuzz("flatMap(.max(2)) { Just }") { $0.flatMap(maxPublishers: .max(2)) { Just($0) } }
@@ -148,6 +199,15 @@ struct RuleFuzzTests {
     await fuzzBridge("stream().publisher") { $0.replaceError(with: -1).stream().publisher }
     await fuzzBridge("asyncMap(maxConcurrent: 2)") { $0.asyncMap(maxConcurrent: 2) { $0 * 2 } }
     await fuzzBridge("asyncFilter") { $0.asyncFilter { $0.isMultiple(of: 2) } }
+    // asyncMap's closure is released once the subscription ends and its tasks are done.
+    var releasing = RuleFuzzer(seeds: 0..<max(1, fuzzSeeds / 4), maxThreads: 4)
+    releasing.gracePeriod = .seconds(120)
+    let report = await offTheCooperativePool { [releasing] in
+      releasing.check { upstream, token in
+        upstream.asyncMap(maxConcurrent: 2) { token.touch($0) }
+      }
+    }
+    #expect(report.failure == nil, "asyncMap releasing its closure: \(report)")
   }
 
   @Test("the grace period waits for a task to let go, and no longer")
@@ -285,6 +345,21 @@ struct UncheckedBox<Value>: @unchecked Sendable {
   // Safety: a test helper; the value is only released by the caller.
   let value: Value
   init(_ value: Value) { self.value = value }
+}
+
+/// A broken operator: a `map` that also keeps its closure for good (as if cached globally).
+struct KeepsItsClosure: Publisher {
+  typealias Output = Int
+  typealias Failure = FuzzUpstream.Failure
+  /// Where the closures leak to.
+  static let kept = Mutex<[UncheckedBox<Any>]>([])
+  let upstream: FuzzUpstream
+  let transform: (Int) -> Int
+
+  func receive<S: Subscriber>(subscriber: S) where S.Input == Int, S.Failure == Failure {
+    Self.kept.withLock { $0.append(UncheckedBox(transform)) }
+    upstream.map(transform).receive(subscriber: subscriber)
+  }
 }
 
 /// An app's view model: a class the pipeline's closures capture (not `Sendable`).
