@@ -125,6 +125,29 @@ func bridgeBenchmarks() {
     for await _ in stream { count += 1 }
     check(count, elements, pull)
   }
+
+  // The same over a sequence that allocates nothing per element (async-algorithms' `.async` of
+  // a range): what the bridge itself costs per element, allocations included.
+  let pullSync = "AsyncSequence.publisher over (0..<n).async → subscriber (per element)"
+  measureAsync(pullSync, "Sluice") {
+    let tally = Tally()
+    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+      (0..<elements).async.publisher.subscribe(
+        Sluice.AnySubscriber<Int, Never>(
+          receiveSubscription: { $0.request(.unlimited) },
+          receiveValue: { value in
+            consume(tally, value)
+            return .none
+          },
+          receiveCompletion: { _ in done.resume() }))
+    }
+    check(tally.count, elements, pullSync)
+  }
+  measureAsync(pullSync, "for await over the same sequence") {
+    let tally = Tally()
+    for await value in (0..<elements).async { consume(tally, value) }
+    check(tally.count, elements, pullSync)
+  }
 }
 
 /// An `AsyncProducer` of `elements` values consumed through `values(bufferingPolicy:)`; returns
