@@ -79,6 +79,10 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   struct State {
     @usableFromInline
     var upstream: (any Subscription)?
+    /// Whether `upstream` is set: values test this flag, not the existential (whose copy costs
+    /// value-witness calls).
+    @usableFromInline
+    var live = false
     @usableFromInline
     var subscribed = false
     @usableFromInline
@@ -125,6 +129,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
       guard !state.subscribed, !state.terminal else { return false }
       state.subscribed = true
       state.upstream = subscription
+      state.live = true
       return true
     }
     guard accepted else { return subscription.cancel() }
@@ -137,7 +142,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     // Most values of a burst find an emission already scheduled: they take the lock once and
     // need no reading of the scheduler's clock (which is not read under the lock).
     let startsInterval = state.withLock { state -> Bool in
-      guard state.upstream != nil, state.pendingCompletion == nil, state.demand > 0 else {
+      guard state.live, state.pendingCompletion == nil, state.demand > 0 else {
         return false
       }
       if state.scheduled {
@@ -150,7 +155,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     let now = scheduler.now
     let due = state.withLock { state -> Context.SchedulerTimeType?? in
       // Checked again: a `cancel()` or `request` may have come in meanwhile.
-      guard state.upstream != nil, state.pendingCompletion == nil, state.demand > 0,
+      guard state.live, state.pendingCompletion == nil, state.demand > 0,
         !state.scheduled
       else {
         return nil
@@ -172,7 +177,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
     let schedules = state.withLock { state -> Bool? in
-      guard state.upstream != nil, state.pendingCompletion == nil else { return nil }
+      guard state.live, state.pendingCompletion == nil else { return nil }
+      state.live = false
       state.upstream = nil
       defer { state.pendingCompletion = completion }
       return !state.scheduled
@@ -213,6 +219,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   func cancel() {
     let upstream = state.withLock { state -> (any Subscription)? in
       state.terminal = true
+      state.live = false
       state.pendingValue = nil
       state.pendingCompletion = nil
       defer { state.upstream = nil }

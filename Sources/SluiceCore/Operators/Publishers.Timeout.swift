@@ -138,7 +138,8 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
 
   @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
-    guard state.withLock({ !$0.terminal && $0.upstream != nil }) else { return .none }
+    // `subscribed` and not terminal: the upstream is set (testing the flags copies no existential).
+    guard state.withLock({ $0.subscribed && !$0.terminal }) else { return .none }
     restart()
     return downstream.receive(input)
   }
