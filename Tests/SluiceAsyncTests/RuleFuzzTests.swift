@@ -236,6 +236,23 @@ struct RuleFuzzTests {
     #expect(report.scripts == 50)
   }
 
+  @Test("closures released, checked with the token from the main actor (closures capture a class)")
+  @MainActor func closureReleaseFromTheMainActor() {
+    let model = SearchModel()
+    let report = RuleFuzzer(seeds: 0..<50).check { upstream, token in
+      upstream.map { model.label(for: token.touch($0)) }.filter { !$0.isEmpty }
+    }
+    #expect(report.failure == nil, "\(report)")
+    #expect(report.scripts == 50)
+  }
+
+  @Test("closures released, checked with the token from inside an actor")
+  func closureReleaseFromAnActor() async {
+    let report = await PipelineOwner().fuzzOwnPipelineReleasing()
+    #expect(report.failure == nil, "\(report)")
+    #expect(report.scripts == 50)
+  }
+
   @Test("an actor fuzzes a pipeline built from its own state")
   func fromAnActor() async {
     let report = await PipelineOwner().fuzzOwnPipeline()
@@ -375,6 +392,12 @@ actor PipelineOwner {
   func fuzzOwnPipeline() -> RuleFuzzReport {
     RuleFuzzer(seeds: 0..<50).check { upstream in
       upstream.map { [model] in model.label(for: $0) }.removeDuplicates()
+    }
+  }
+
+  func fuzzOwnPipelineReleasing() -> RuleFuzzReport {
+    RuleFuzzer(seeds: 0..<50).check { upstream, token in
+      upstream.map { [model] in model.label(for: token.touch($0)) }.removeDuplicates()
     }
   }
 }

@@ -130,7 +130,7 @@ final class DropFirstSubscription<Downstream: Subscriber>: Subscriber, Subscript
 
   @inlinable func cancel() {
     let (upstream, downstream) = end()
-    upstream?.cancel()
+    upstream.cancelIfPresent()
     withExtendedLifetime(downstream) {}
   }
 

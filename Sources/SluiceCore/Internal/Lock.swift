@@ -30,7 +30,7 @@ package struct Lock<State>: ~Copyable, @unchecked Sendable {
   let sanitizerEdge = Atomic<Int>(0)
 
   @inlinable
-  package init(_ initialState: State) {
+  package init(_ initialState: consuming State) {
     mutex = Mutex(UncheckedSendable(initialState))
   }
 

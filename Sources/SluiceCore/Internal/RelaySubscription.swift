@@ -105,7 +105,7 @@ where
       defer { held = nil }
       return (state.cancelled(), held)
     }
-    upstream?.cancel()
+    upstream.cancelIfPresent()
     withExtendedLifetime(downstream) {}
   }
 

@@ -236,7 +236,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
       }
       return (upstream, (state.downstream, state.queue, state.scheduleDeliver.take()))
     }
-    upstream?.cancel()
+    upstream.cancelIfPresent()
     withExtendedLifetime(released) {}
   }
 

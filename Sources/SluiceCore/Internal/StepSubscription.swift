@@ -293,8 +293,7 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
       }
     }
     if release { held = nil }
-    if cancellingUpstream { upstream?.cancel() }
-    withExtendedLifetime(upstream) {}
+    if cancellingUpstream { upstream.cancelIfPresent() } else { withExtendedLifetime(upstream) {} }
     if case .deliver(let final, let completion) = action, let recipient {
       deliver(final, completion, to: recipient)
     }
@@ -345,7 +344,7 @@ where Downstream.Input == Step.Output, Downstream.Failure == Step.Failure {
       return (upstream, released, finalRecipient, gate.close())
     }
     if release { held = nil }
-    upstream?.cancel()
+    upstream.cancelIfPresent()
     withExtendedLifetime((released, recipient)) {}
   }
 

@@ -26,7 +26,7 @@ struct SubscriberLifecycle<Payload> {
   /// Set until `terminal`.
   @usableFromInline var heldPayload: Payload?
 
-  @inlinable init(_ payload: Payload) {
+  @inlinable init(_ payload: consuming Payload) {
     heldPayload = payload
   }
 
@@ -57,11 +57,7 @@ struct SubscriberLifecycle<Payload> {
   ) {
     guard phase != .terminal else { return (nil, nil) }
     phase = .terminal
-    defer {
-      heldPayload = nil
-      upstream = nil
-    }
-    return (heldPayload, upstream)
+    return (heldPayload.take(), upstream.take())
   }
 
   /// What to release after unlocking: the upstream to cancel (if any) and the payload.
@@ -69,11 +65,7 @@ struct SubscriberLifecycle<Payload> {
   @inlinable mutating func cancelled() -> (upstream: (any Subscription)?, payload: Payload?) {
     guard phase != .terminal else { return (nil, nil) }
     phase = .terminal
-    defer {
-      heldPayload = nil
-      upstream = nil
-    }
-    return (upstream, heldPayload)
+    return (upstream.take(), heldPayload.take())
   }
 
   /// The payload until the subscriber is terminal.
@@ -92,7 +84,7 @@ struct LifecycleBox<Payload>: ~Copyable {
   // All mutable state is inside `lifecycle`'s lock; actions run after unlocking.
   @usableFromInline let lifecycle: Lock<SubscriberLifecycle<Payload>>
 
-  @inlinable init(_ payload: Payload) {
+  @inlinable init(_ payload: consuming Payload) {
     lifecycle = Lock(SubscriberLifecycle(payload))
   }
 
@@ -130,7 +122,7 @@ struct LifecycleBox<Payload>: ~Copyable {
   @inlinable func cancel(whenLive hook: () -> Void) {
     let (upstream, payload) = lifecycle.withLock { $0.cancelled() }
     if payload != nil { hook() }
-    upstream?.cancel()
+    upstream.cancelIfPresent()
     withExtendedLifetime(payload) {}
   }
 

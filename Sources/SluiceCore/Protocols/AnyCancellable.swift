@@ -27,11 +27,8 @@ public final class AnyCancellable: Cancellable, Hashable {
   deinit { cancel() }
 
   public func cancel() {
-    let taken = action.withLock { action in
-      defer { action = nil }
-      return action
-    }
-    switch taken {
+    let taken = action.withLock { $0.take() }  // moved out: no copy, no destroy
+    switch consume taken {  // consumed: the existential is moved, not copied
     case .closure(let cancel): cancel()
     case .cancellable(let cancellable): cancellable.cancel()
     case nil: break

@@ -78,7 +78,12 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   @inlinable
   func subscribe<Downstream: Subscriber>(_ downstream: Downstream, subject: AnyObject? = nil)
   where Downstream.Input == Output, Downstream.Failure == Failure {
-    let conduit = Conduit(parent: self, subject: subject, downstream: downstream)
+    let conduit = Conduit<Downstream, ConduitState<Downstream, SubjectCore>, Downstream?>(
+      parent: self,
+      state: ConduitState(
+        downstream: downstream, parent: self, subject: subject,
+        replaysCurrentValue: replaysCurrentValue),
+      fastDownstream: downstream)
     let completion = state.withLock { state -> Subscribers.Completion<Failure>? in
       if let completion = state.completion { return completion }
       state.conduits.append(conduit.entry)

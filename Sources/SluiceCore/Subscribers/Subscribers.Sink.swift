@@ -11,34 +11,23 @@ extension Subscribers {
     CustomReflectable, CustomPlaygroundDisplayConvertible, @unchecked Sendable
   {
     // Safety: the lifecycle (subscription, completion, cancellation) lives in `box`, a
-    // lock-protected state machine whose actions run after unlocking. Values take the lock-free
-    // path: `gate` admits them while subscribed, and `valueClosures` (a +1 reference, immutable)
-    // is released exactly once, by whoever the gate says.
-    /// A class, so that reading the closures for a value retains one reference, not two.
-    @usableFromInline
-    final class Closures {
-      @usableFromInline let receiveValue: (Input) -> Void
-      @usableFromInline let receiveCompletion: (Subscribers.Completion<Failure>) -> Void
+    // lock-protected state machine whose actions run after unlocking. The closures are stored
+    // inline, each with one writer after `init`: `valueHandler` is called only inside `gate` and
+    // replaced by a no-op once, by whoever the gate elects to release it (nothing in flight then,
+    // nothing admitted after); `completionHandler` is read and replaced only by the one caller
+    // the lifecycle lets end the subscription (the completion or the first cancel).
 
-      @inlinable
-      init(
-        receiveValue: @escaping (Input) -> Void,
-        receiveCompletion: @escaping (Subscribers.Completion<Failure>) -> Void
-      ) {
-        self.receiveValue = receiveValue
-        self.receiveCompletion = receiveCompletion
-      }
-    }
-
-    /// The lifecycle, holding the ``Closures`` object until the end. Its type does not depend
-    /// on `Input` or `Failure`, so the (unspecialised) deinitialiser destroys it without looking
-    /// up generic metadata.
-    @usableFromInline let box: LifecycleBox<AnyObject>
+    /// The lifecycle. It holds no payload: the closures are fields of their own, so the sink is
+    /// one allocation and its (unspecialised) `deinit` needs no generic metadata lookups.
+    @usableFromInline let box = LifecycleBox<Void>(())
     /// Admits values until the end (completion or cancel): as in Combine, a value that arrives
     /// before the subscription reaches `receiveValue` too.
     @usableFromInline let gate = DeliveryGate(open: true)
-    /// The closures for values, retained until the gate lets go of them.
-    @usableFromInline let valueClosures: Unmanaged<Closures>
+    /// `receiveValue`, until the gate lets go of it.
+    @usableFromInline @exclusivity(unchecked) var valueHandler: (Input) -> Void
+    /// `receiveCompletion`, until the subscription ends.
+    @usableFromInline @exclusivity(unchecked) var completionHandler:
+      (Subscribers.Completion<Failure>) -> Void
     /// `cancel()` as compiled where the sink was made (specialized); `AnyCancellable` calls
     /// `cancel()` through `any Cancellable`, whose generic implementation forwards here.
     @usableFromInline let specializedCancel: (Sink) -> Void
@@ -49,14 +38,9 @@ extension Subscribers {
       receiveCompletion: @escaping (Subscribers.Completion<Failure>) -> Void,
       receiveValue: @escaping (Input) -> Void
     ) {
-      let closures = Closures(receiveValue: receiveValue, receiveCompletion: receiveCompletion)
-      box = LifecycleBox(closures)
-      valueClosures = Unmanaged.passRetained(closures)
+      valueHandler = receiveValue
+      completionHandler = receiveCompletion
       specializedCancel = { $0.cancelSpecialized() }
-    }
-
-    deinit {
-      if gate.close() { valueClosures.release() }
     }
 
     @inlinable
@@ -68,17 +52,30 @@ extension Subscribers {
 
     @inlinable
     public func receive(_ value: Input) -> Subscribers.Demand {
-      gate.pass(
-        { valueClosures._withUnsafeGuaranteedRef { $0.receiveValue(value) } },
-        releasing: { valueClosures.release() })
+      gate.pass({ Self.call(&valueHandler, with: value) }, releasing: { releaseValueHandler() })
       return .none
+    }
+
+    /// Calls `handler` in place: an `inout` access lasts through the call, so the closure's
+    /// context is neither retained nor released per value (a read of the property would copy it).
+    @inlinable @inline(__always)
+    static func call(_ handler: inout (Input) -> Void, with value: Input) {
+      handler(value)
+    }
+
+    /// Drops `receiveValue` (its captures are released here); only the gate's elected releaser.
+    @inlinable
+    func releaseValueHandler() {
+      valueHandler = { _ in }
     }
 
     @inlinable
     public func receive(completion: Subscribers.Completion<Failure>) {
-      guard let closures = box.payloadForCompletion() else { return }
-      if gate.close() { valueClosures.release() }
-      unsafeDowncast(closures, to: Closures.self).receiveCompletion(completion)
+      guard box.payloadForCompletion() != nil else { return }
+      if gate.close() { releaseValueHandler() }
+      let handler = completionHandler
+      completionHandler = { _ in }
+      handler(completion)
     }
 
     @inlinable
@@ -86,8 +83,10 @@ extension Subscribers {
 
     @inlinable
     func cancelSpecialized() {
-      box.cancel()
-      if gate.close() { valueClosures.release() }
+      var ended = false
+      box.cancel(whenLive: { ended = true })
+      if ended { completionHandler = { _ in } }
+      if gate.close() { releaseValueHandler() }
     }
 
     public var description: String { "Sink" }

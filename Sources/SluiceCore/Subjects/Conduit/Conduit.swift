@@ -37,7 +37,7 @@ struct ConduitEntry<Output, Failure: Error> {
 /// | any event under the lock (offer, request, finish, cancel) | clear | interrupted, not eligible; the state counts as draining | same | nothing |
 /// | the drain goes idle with unlimited demand, nothing queued or owed | — | — | — | eligible |
 ///
-/// Only the deliverer holding *delivering* reads ``fastDownstream``; the lock writes it only
+/// Only the deliverer holding *delivering* reads ``fastSlot``; the lock writes it only
 /// while the word is 0, so a cancel during a fast delivery leaves the release of the downstream
 /// to the deliverer's drain.
 ///
@@ -47,18 +47,31 @@ struct ConduitEntry<Output, Failure: Error> {
 /// senders never deliver concurrently (see ``ConduitState``). **Cancellation**: `cancel()` detaches
 /// from the subject and releases the subscriber at once; a value already being delivered on
 /// another thread completes its delivery, and nothing starts after `cancel()` returns.
+///
+/// **Layout.** `State` is always `ConduitState<Downstream, SubjectCore<…>>` and `Slot` always
+/// `Downstream?` (only ``SubjectCore/subscribe(_:subject:)`` makes conduits, through
+/// ``init(parent:state:fastDownstream:)``, which checks it). They are generic parameters, not
+/// spelled-out field types, because Swift never specialises a generic class's `deinit`: a field
+/// whose type is derived from `Downstream` (an optional of it, a struct or lock around it) costs
+/// the unspecialised `deinit` a runtime metadata lookup (a hash of its arguments, ~300
+/// instructions each; six per subscribe + cancel before this layout), while a field typed by a
+/// generic parameter reads its metadata straight from the object's class. Code inside reaches
+/// the two fields through ``withState(_:)`` and ``withFastDownstream(_:)`` with their real types.
 @usableFromInline
-final class Conduit<Downstream: Subscriber>: Subscription,
+final class Conduit<Downstream: Subscriber, State, Slot>: Subscription,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
 {
-  // Safety: all mutable state is in `state`'s lock; the subscriber is called only by the single
-  // drainer that `ConduitState` elects, after unlocking.
+  // Safety: all mutable state is in `lockedState`, read and written only under `lock`, and in
+  // `fastSlot` (see its rule); the subscriber is called only by the single drainer
+  // that `ConduitState` elects, after unlocking.
   @usableFromInline typealias Output = Downstream.Input
   @usableFromInline typealias Failure = Downstream.Failure
   @usableFromInline typealias Parent = SubjectCore<Output, Failure>
 
-  @usableFromInline let state: Lock<ConduitState<Downstream, Parent>>
+  @usableFromInline let lock = FieldLock()
+  /// The ``ConduitState``; only inside ``withState(_:)``.
+  @usableFromInline @exclusivity(unchecked) var lockedState: State
   @usableFromInline let replaysCurrentValue: Bool
   @usableFromInline let demandIsOnOff: Bool
   @usableFromInline let description: String
@@ -68,22 +81,47 @@ final class Conduit<Downstream: Subscriber>: Subscription,
   @usableFromInline let specializedCancel: (Conduit) -> Void
   /// The fast path's word (see the type's table).
   @usableFromInline let fast = Atomic<UInt>(0)
-  /// The downstream for fast deliveries, until terminal. Safety: read only by the thread that
-  /// set *delivering*; written only under the lock while ``fast`` is 0.
-  @usableFromInline @exclusivity(unchecked) var fastDownstream: Downstream?
+  /// The downstream for fast deliveries, until terminal (a `Downstream?`; only through
+  /// ``withFastDownstream(_:)``). Safety: read only by the thread that set *delivering*; written
+  /// only under the lock while ``fast`` is 0.
+  @usableFromInline @exclusivity(unchecked) var fastSlot: Slot
 
+  /// Makes a conduit from its state machine and its fast-delivery downstream (both moved in,
+  /// typed as the generic parameters so that nothing is copied through value witnesses).
   @inlinable
-  init(parent: Parent, subject: AnyObject?, downstream: Downstream) {
+  init(parent: Parent, state: consuming State, fastDownstream: consuming Slot) {
+    // The layout's invariant (see the type); true by construction in `SubjectCore.subscribe`.
+    assert(State.self == ConduitState<Downstream, Parent>.self && Slot.self == Downstream?.self)
     replaysCurrentValue = parent.replaysCurrentValue
     demandIsOnOff = parent.demandIsOnOff
     description = parent.name
-    state = Lock(
-      ConduitState(
-        downstream: downstream, parent: parent, subject: subject,
-        replaysCurrentValue: parent.replaysCurrentValue))
+    lockedState = state
     specializedRequest = { $0.requestSpecialized($1) }
     specializedCancel = { $0.cancelSpecialized() }
-    fastDownstream = downstream
+    fastSlot = fastDownstream
+  }
+
+  /// Runs `body` under the lock with the state machine.
+  @inlinable @inline(__always)
+  func withState<Result>(_ body: (inout ConduitState<Downstream, Parent>) -> Result) -> Result {
+    lock.withLock {
+      // Safety: `lockedState` is a `ConduitState<Downstream, Parent>` (the layout's invariant),
+      // so its memory is bound to that type; the lock makes this the only access.
+      withUnsafeMutablePointer(to: &lockedState) { pointer in
+        pointer.withMemoryRebound(to: ConduitState<Downstream, Parent>.self, capacity: 1) {
+          body(&$0.pointee)
+        }
+      }
+    }
+  }
+
+  /// Runs `body` with the fast-delivery downstream, in place (no copy, so no retain).
+  @inlinable @inline(__always)
+  func withFastDownstream<Result>(_ body: (inout Downstream?) -> Result) -> Result {
+    // Safety: `fastSlot` is a `Downstream?` (the layout's invariant); callers keep its rule.
+    withUnsafeMutablePointer(to: &fastSlot) { pointer in
+      pointer.withMemoryRebound(to: Downstream?.self, capacity: 1) { body(&$0.pointee) }
+    }
   }
 
   @inlinable static var eligible: UInt { 1 }
@@ -117,8 +155,8 @@ final class Conduit<Downstream: Subscriber>: Subscription,
     if fast.compareExchange(
       expected: Self.eligible, desired: Self.eligible | Self.delivering, ordering: .acquiring
     ).exchanged {
-      // Safety: this thread set *delivering*, so nothing writes `fastDownstream` meanwhile.
-      _ = fastDownstream.unsafelyUnwrapped.receive(value)  // demand stays `.unlimited`
+      // Safety: this thread set *delivering*, so nothing writes `fastSlot` meanwhile.
+      _ = withFastDownstream { $0.unsafelyUnwrapped.receive(value) }  // demand stays `.unlimited`
       if fast.compareExchange(
         expected: Self.eligible | Self.delivering, desired: Self.eligible, ordering: .releasing
       ).exchanged {
@@ -129,7 +167,7 @@ final class Conduit<Downstream: Subscriber>: Subscription,
       drain(adding: .none)
       return
     }
-    let action = state.withLock { state in
+    let action = withState { state in
       if suspendFastPath() { state.draining = true }
       return state.offered(value, replaysCurrentValue: replaysCurrentValue)
     }
@@ -140,7 +178,7 @@ final class Conduit<Downstream: Subscriber>: Subscription,
 
   @inlinable
   func finish(_ completion: Subscribers.Completion<Failure>) {
-    let drains = state.withLock { state in
+    let drains = withState { state in
       if suspendFastPath() { state.draining = true }
       return state.finished(completion)
     }
@@ -154,7 +192,7 @@ final class Conduit<Downstream: Subscriber>: Subscription,
   func requestSpecialized(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     let demand = demandIsOnOff ? .unlimited : demand
-    let (drains, parent) = state.withLock { state in
+    let (drains, parent) = withState { state in
       if suspendFastPath() { state.draining = true }
       return (state.requested(demand), state.firstRequest())
     }
@@ -169,11 +207,11 @@ final class Conduit<Downstream: Subscriber>: Subscription,
 
   @inlinable
   func cancelSpecialized() {
-    let (released, fastDownstream) = state.withLock { state in
-      // A fast delivery in flight keeps `fastDownstream`; its drain releases it.
+    let (released, fastDownstream) = withState { state in
+      // A fast delivery in flight keeps `fastSlot`; its drain releases it.
       let delivering = suspendFastPath()
       if delivering { state.draining = true }
-      return (state.cancelled(), delivering ? nil : self.fastDownstream.take())
+      return (state.cancelled(), delivering ? nil : withFastDownstream { $0.take() })
     }
     released.parent?.detach(self)
     withExtendedLifetime((released, fastDownstream)) {}
@@ -184,12 +222,12 @@ final class Conduit<Downstream: Subscriber>: Subscription,
   func drain(adding demand: Subscribers.Demand) {
     var more = demand
     while true {
-      let (step, released) = state.withLock {
+      let (step, released) = withState {
         state -> (ConduitState<Downstream, Parent>.Step, Downstream?) in
         let step = state.nextStep(adding: more)
         switch step {
         case .idle where state.downstream == nil, .complete:
-          return (step, fastDownstream.take())
+          return (step, withFastDownstream { $0.take() })
         case .idle:
           if state.allowsFastDelivery { fast.store(Self.eligible, ordering: .releasing) }
           return (step, nil)
@@ -219,7 +257,7 @@ final class Conduit<Downstream: Subscriber>: Subscription,
   }
 
   @usableFromInline var customMirror: Mirror {
-    let (core, subject, downstream, demand) = state.withLock {
+    let (core, subject, downstream, demand) = withState {
       ($0.parent, $0.subject, $0.downstream, $0.demand)
     }
     // Combine's children; `parent`, `downstream` and `subject` read nil once it has ended.

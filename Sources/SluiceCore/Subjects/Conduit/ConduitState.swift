@@ -155,14 +155,12 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   @inlinable mutating func cancelled() -> (
     downstream: Downstream?, parent: Parent?, subject: AnyObject?, queue: [Output]
   ) {
-    guard let downstream else { return (nil, nil, nil, []) }
-    let released = (downstream, parent, subject, queue)
-    self.downstream = nil
-    parent = nil
-    subject = nil
-    queue = []
+    guard downstream != nil else { return (nil, nil, nil, []) }
+    // Moved out (`take()`), not copied and then cleared.
+    var queue: [Output] = []
+    swap(&queue, &self.queue)
     queueHead = 0
     completion = nil
-    return released
+    return (downstream.take(), parent.take(), subject.take(), queue)
   }
 }
