@@ -35,7 +35,7 @@ public struct AsyncFuture<Output, Failure: Error>: Publisher, Sendable {
     TaskDrivenSubscription.attach(
       subscriber, description: "AsyncFuture", priority: priority,
       body: { [operation] feed in
-        guard await feed.reserve() else { return }
+        guard await feed.takeDemand() else { return }
         do throws(Failure) {
           let value = try await operation()
           if feed.deliver(value) { feed.finish(.finished) }

@@ -69,7 +69,7 @@ public struct AsyncProducer<Output, Failure: Error>: Publisher, Sendable {
     public func send(_ value: Output) async -> Bool {
       await turns.begin()
       defer { turns.end() }
-      guard await feed.reserve() else { return false }
+      guard await feed.takeDemand() else { return false }
       return feed.deliver(value)
     }
   }

@@ -43,7 +43,7 @@ public struct AsyncSequencePublisher<Base: AsyncSequence & Sendable>: Publisher,
   @inlinable
   static func pull(_ base: Base, into feed: any ValueFeed<Output, Failure>) async {
     var iterator = base.makeAsyncIterator()
-    while await feed.reserve() {
+    while await feed.takeDemand() {
       do {
         guard let element = try await iterator.next(isolation: nil) else {
           feed.finish(.finished)

@@ -9,6 +9,11 @@ protocol ValueFeed<Output, Failure>: Sendable {
   /// `false` once the subscription is cancelled: the task should stop.
   @inlinable func reserve() async -> Bool
 
+  /// Takes one unit of demand if there is some, without suspending: `true` (pull a value),
+  /// `false` (cancelled: stop), or `nil` when there is none (then call ``reserve()``). A
+  /// synchronous call, so the common case costs no async call (no frame allocated on the task).
+  @inlinable func reserveNow() -> Bool?
+
   /// Delivers a value reserved with `reserve()`; `false` if cancelled meanwhile (the value is
   /// dropped).
   @discardableResult
@@ -16,6 +21,16 @@ protocol ValueFeed<Output, Failure>: Sendable {
 
   /// Sends the completion, unless cancelled.
   @inlinable func finish(_ completion: Subscribers.Completion<Failure>)
+}
+
+extension ValueFeed {
+  /// Takes one unit of demand: at once when there is some (``reserveNow()``, no async call),
+  /// otherwise parked in ``reserve()``. `false` once cancelled.
+  @inlinable @inline(__always)
+  func takeDemand() async -> Bool {
+    if let now = reserveNow() { return now }
+    return await reserve()
+  }
 }
 
 /// A subscription whose values come from a `Task`: the shared engine of
@@ -49,6 +64,7 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
     self.body = body
     specializedRequest = { $0.requestSpecialized($1) }
     specializedReserve = { await $0.reserveSpecialized() }
+    specializedReserveNow = { $0.reserveNowSpecialized() }
     specializedDeliver = { $0.deliverSpecialized($1) }
     state = Lock(PullState(downstream: downstream))
   }
@@ -70,6 +86,7 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
   /// The task calls `reserve()` and `deliver(_:)` through `any ValueFeed` (which erases the
   /// subscriber's type); these forward to the specialized implementations, per value.
   @usableFromInline let specializedReserve: (TaskDrivenSubscription) async -> Bool
+  @usableFromInline let specializedReserveNow: (TaskDrivenSubscription) -> Bool?
   @usableFromInline let specializedDeliver: (TaskDrivenSubscription, Output) -> Bool
 
   @inlinable func request(_ demand: Subscribers.Demand) {
@@ -101,6 +118,18 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
 
   @inlinable func reserve() async -> Bool {
     await specializedReserve(self)
+  }
+
+  @inlinable func reserveNow() -> Bool? {
+    specializedReserveNow(self)
+  }
+
+  @inlinable func reserveNowSpecialized() -> Bool? {
+    switch state.withLock({ $0.nextPull() }) {
+    case .pull: true
+    case .stop: false
+    case .park: nil
+    }
   }
 
   @inlinable func reserveSpecialized() async -> Bool {

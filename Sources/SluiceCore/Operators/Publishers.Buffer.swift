@@ -172,7 +172,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
     let arrival = state.withLock { state -> Arrival in
-      guard !state.terminal, state.completion == nil, state.upstream != nil else { return .none }
+      guard !state.terminal, state.completion == nil, state.subscribed else { return .none }
       if state.values.count >= size {
         switch whenFull {
         case .dropNewest: return .none
@@ -203,7 +203,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   func receive(completion: Subscribers.Completion<Failure>) {
     if case .failure = completion { return fail(completion) }
     let drains = state.withLock { state -> Bool in
-      guard !state.terminal, state.completion == nil, state.upstream != nil else { return false }
+      guard !state.terminal, state.completion == nil, state.subscribed else { return false }
       state.completion = completion
       state.upstream = nil
       guard !state.delivering else { return false }
@@ -249,13 +249,9 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     let (upstream, released) = state.withLock { state -> ((any Subscription)?, Downstream?) in
       state.terminal = true
       state.values.removeAll()
-      defer {
-        state.upstream = nil
-        state.downstream = nil
-      }
-      return (state.upstream, state.downstream)
+      return (state.upstream.take(), state.downstream.take())
     }
-    upstream?.cancel()
+    upstream.cancelIfPresent()
     withExtendedLifetime(released) {}
   }
 

@@ -174,7 +174,7 @@ where Downstream.Input == [Input] {
   @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
     let full = state.withLock { state -> Bool in
-      guard !state.terminal, !state.finishing, state.upstream != nil else { return false }
+      guard !state.terminal, !state.finishing, state.subscribed else { return false }
       state.collected.append(input)
       guard let count, state.collected.count >= count else { return false }
       state.cut()
@@ -189,7 +189,7 @@ where Downstream.Input == [Input] {
     switch completion {
     case .finished:
       let timer = state.withLock { state -> (any Cancellable)?? in
-        guard !state.terminal, !state.finishing, state.upstream != nil else { return nil }
+        guard !state.terminal, !state.finishing, state.subscribed else { return nil }
         state.finishing = true
         state.upstream = nil
         state.cut()
@@ -201,7 +201,7 @@ where Downstream.Input == [Input] {
       publish()
     case .failure:
       let timer = state.withLock { state -> (any Cancellable)?? in
-        guard !state.terminal, !state.finishing, state.upstream != nil else { return nil }
+        guard !state.terminal, !state.finishing, state.subscribed else { return nil }
         state.terminal = true
         state.upstream = nil
         state.collected = []
@@ -274,14 +274,10 @@ where Downstream.Input == [Input] {
       state.terminal = true
       state.collected = []
       state.ready = []
-      defer {
-        state.upstream = nil
-        state.timer = nil
-      }
-      return (state.upstream, state.timer)
+      return (state.upstream.take(), state.timer.take())
     }
     timer?.cancel()
-    upstream?.cancel()
+    upstream.cancelIfPresent()
     delivery.end()
   }
 
