@@ -243,4 +243,28 @@ func coreBenchmarks() {
     let subject = OpenCombine.PassthroughSubject<Int, Never>()
     for _ in 0..<elements { subject.sink { _ in }.cancel() }
   }
+
+  // The shape an app has: a short chain, its cancellable kept in a set, the set cleared later.
+  let stored =
+    "subscribe map → sink on a subject, store in a Set<AnyCancellable>, clear the set (per subscription)"
+  measure(stored, "Sluice") {
+    let subject = Sluice.PassthroughSubject<Int, Never>()
+    let tally = Tally()
+    var cancellables = Set<Sluice.AnyCancellable>()
+    for _ in 0..<elements {
+      subject.map { $0 &+ 1 }.sink { consume(tally, $0) }.store(in: &cancellables)
+    }
+    check(cancellables.count, elements, stored)
+    cancellables.removeAll()
+  }
+  measure(stored, "OpenCombine") {
+    let subject = OpenCombine.PassthroughSubject<Int, Never>()
+    let tally = Tally()
+    var cancellables = Set<OpenCombine.AnyCancellable>()
+    for _ in 0..<elements {
+      subject.map { $0 &+ 1 }.sink { consume(tally, $0) }.store(in: &cancellables)
+    }
+    check(cancellables.count, elements, stored)
+    cancellables.removeAll()
+  }
 }

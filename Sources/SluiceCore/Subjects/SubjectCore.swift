@@ -18,7 +18,7 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   // unlocking.
   @usableFromInline
   struct State {
-    @usableFromInline var conduits: ContiguousArray<ConduitEntry<Output, Failure>> = []
+    @usableFromInline var conduits = SubscriberList<Output, Failure>()
     @usableFromInline var completion: Subscribers.Completion<Failure>?
     @usableFromInline var upstreams: [any Subscription] = []
     @usableFromInline var currentValue: Output?
@@ -107,9 +107,10 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       if replaysCurrentValue, state.completion == nil || storingAfterCompletion {
         state.currentValue = value
       }
-      return state.completion == nil ? state.conduits : []
+      return state.completion == nil ? state.conduits.slots : []
     }
-    // Indexing borrows each entry instead of copying (retaining) its three references.
+    // Indexing borrows each entry instead of copying (retaining) its three references; a
+    // detached subscriber's vacant slot ignores the value.
     for index in conduits.indices { conduits[index].offer(value) }
   }
 
@@ -118,10 +119,9 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     let conduits = state.withLock { state -> ContiguousArray<ConduitEntry<Output, Failure>> in
       guard state.completion == nil else { return [] }
       state.completion = completion
-      defer { state.conduits = [] }
-      return state.conduits
+      return state.conduits.removeAll()
     }
-    for conduit in conduits { conduit.finish(completion) }
+    for index in conduits.indices { conduits[index].finish(completion) }
   }
 
   @usableFromInline
@@ -156,12 +156,7 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// Forgets `conduit` (it was cancelled or has completed).
   @inlinable
   func detach(_ conduit: AnyObject) {
-    let removed = state.withLock { state -> ConduitEntry<Output, Failure>? in
-      guard let index = state.conduits.firstIndex(where: { $0.conduit === conduit }) else {
-        return nil
-      }
-      return state.conduits.remove(at: index)
-    }
+    let removed = state.withLock { $0.conduits.remove(conduit) }
     withExtendedLifetime(removed) {}
   }
 
