@@ -47,7 +47,9 @@ extension URLSession {
 
       public func receive<S: Subscriber>(subscriber: S)
       where S.Input == Output, S.Failure == URLError {
-        subscriber.receive(subscription: DataTaskSubscription(parent: self, downstream: subscriber))
+        let subscription = DataTaskSubscription(parent: self, downstream: subscriber)
+        subscriber.receive(subscription: subscription)
+        subscription.attached()
       }
     }
 
@@ -97,8 +99,10 @@ private final class DataTaskSubscription<Downstream: Subscriber>: Subscription,
   @unchecked Sendable
 where Downstream.Input == (data: Data, response: URLResponse), Downstream.Failure == URLError {
   // Safety: all mutable state is in `state`'s lock; the session, the task and the downstream are
-  // called after unlocking. The downstream receives signals only from the task's one completion
-  // handler, after the state ended, so they are serial and happen once.
+  // called after unlocking. The downstream receives signals only once the state ended, from the
+  // task's one completion handler or — when the task finished while the subscriber was still in
+  // `receive(subscription:)` (it requests from inside it, and the session answers on another
+  // thread) — from the subscribing thread right after that call returns: serial, and once.
   typealias Parent = URLSession.Sluice.DataTaskPublisher
 
   enum Phase {
@@ -113,6 +117,10 @@ where Downstream.Input == (data: Data, response: URLResponse), Downstream.Failur
     var parent: Parent?
     var downstream: Downstream?
     var demand = Subscribers.Demand.none
+    /// The subscriber is still in `receive(subscription:)`: a result that arrives meanwhile waits.
+    var attaching = true
+    /// The task's result, waiting for `receive(subscription:)` to return.
+    var pending: (data: Data?, response: URLResponse?, error: (any Error)?)?
 
     /// Ends the subscription and hands back what it held, to be released after unlocking.
     mutating func end() -> (Downstream?, URLSessionDataTask?) {
@@ -121,6 +129,7 @@ where Downstream.Input == (data: Data, response: URLResponse), Downstream.Failur
         parent = nil
         downstream = nil
         demand = .none
+        pending = nil
       }
       if case .running(let task) = phase { return (downstream, task) }
       return (downstream, nil)
@@ -158,12 +167,36 @@ where Downstream.Input == (data: Data, response: URLResponse), Downstream.Failur
     if started { task.resume() }
   }
 
+  /// The subscriber's `receive(subscription:)` returned: a result that came meanwhile is
+  /// delivered now, on this thread.
+  func attached() {
+    let ready = state.withLock { state -> (Downstream, Data?, URLResponse?, (any Error)?)? in
+      state.attaching = false
+      guard case .running = state.phase, let pending = state.pending else { return nil }
+      guard let downstream = state.end().0 else { return nil }
+      return (downstream, pending.data, pending.response, pending.error)
+    }
+    if let (downstream, data, response, error) = ready {
+      deliver(data: data, response: response, error: error, to: downstream)
+    }
+  }
+
   private func completed(data: Data?, response: URLResponse?, error: (any Error)?) {
     let downstream = state.withLock { state -> Downstream? in
       guard case .running = state.phase else { return nil }
+      if state.attaching {
+        state.pending = (data, response, error)
+        return nil
+      }
       return state.end().0
     }
     guard let downstream else { return }
+    deliver(data: data, response: response, error: error, to: downstream)
+  }
+
+  private func deliver(
+    data: Data?, response: URLResponse?, error: (any Error)?, to downstream: Downstream
+  ) {
     switch (response, error) {
     case (let response?, nil):
       _ = downstream.receive((data ?? Data(), response))

@@ -47,6 +47,17 @@ struct DataTaskPublisherTests {
     #expect(StubProtocol.counts(for: url).started == 1)
   }
 
+  @Test(
+    "a result that arrives while the subscriber is still in receive(subscription:) waits for it")
+  func aResultDuringReceiveSubscriptionWaitsForItToReturn() async throws {
+    let url = url("ok/hello")
+    let attacher = SlowAttacher()
+    session.dataTaskPublisher(for: url).subscribe(attacher)
+    try await eventually { attacher.events.count == 3 }
+    #expect(attacher.sawTheTaskComplete, "the task finished while receive(subscription:) ran")
+    #expect(attacher.events == ["attached", "value", "finished"])
+  }
+
   @Test func describesItselfAsCombineDoes() throws {
     let recorder = RecordingSubscriber<(data: Data, response: URLResponse), URLError>(
       initialDemand: .none)
@@ -176,5 +187,40 @@ struct DataTaskPublisherTests {
     try await loader.load(url("ok/first"))
     try await loader.load(url("fail/offline"))
     #expect(await loader.texts == ["first", "offline"])
+  }
+}
+
+/// Requests inside `receive(subscription:)`, then stays there until the session has finished the
+/// task (and a little longer, so its completion handler has run), logging what arrives when.
+final class SlowAttacher: Subscriber, @unchecked Sendable {
+  // Safety: `log` and `completedInside` are guarded by `lock`.
+  let lock = NSLock()
+  private var log: [String] = []
+  private var completedInside = false
+
+  var events: [String] { lock.withLock { log } }
+  var sawTheTaskComplete: Bool { lock.withLock { completedInside } }
+
+  func receive(subscription: any Subscription) {
+    subscription.request(.unlimited)
+    let task =
+      Mirror(reflecting: subscription).children.first { $0.label == "task" }?.value
+      as? URLSessionDataTask
+    for _ in 0..<5_000 where task?.state != .completed { usleep(1_000) }
+    let completed = task?.state == .completed
+    usleep(100_000)
+    lock.withLock {
+      completedInside = completed
+      log.append("attached")
+    }
+  }
+
+  func receive(_ input: (data: Data, response: URLResponse)) -> Subscribers.Demand {
+    lock.withLock { log.append("value") }
+    return .none
+  }
+
+  func receive(completion: Subscribers.Completion<URLError>) {
+    lock.withLock { log.append(completion == .finished ? "finished" : "failed") }
   }
 }
