@@ -104,6 +104,8 @@ where Downstream.Input == (data: Data, response: URLResponse), Downstream.Failur
   // `receive(subscription:)` (it requests from inside it, and the session answers on another
   // thread) — from the subscribing thread right after that call returns: serial, and once.
   typealias Parent = URLSession.Sluice.DataTaskPublisher
+  /// What the session's completion handler is given.
+  typealias Outcome = (data: Data?, response: URLResponse?, error: (any Error)?)
 
   enum Phase {
     case idle
@@ -120,7 +122,7 @@ where Downstream.Input == (data: Data, response: URLResponse), Downstream.Failur
     /// The subscriber is still in `receive(subscription:)`: a result that arrives meanwhile waits.
     var attaching = true
     /// The task's result, waiting for `receive(subscription:)` to return.
-    var pending: (data: Data?, response: URLResponse?, error: (any Error)?)?
+    var pending: Outcome?
 
     /// Ends the subscription and hands back what it held, to be released after unlocking.
     mutating func end() -> (Downstream?, URLSessionDataTask?) {
@@ -170,33 +172,33 @@ where Downstream.Input == (data: Data, response: URLResponse), Downstream.Failur
   /// The subscriber's `receive(subscription:)` returned: a result that came meanwhile is
   /// delivered now, on this thread.
   func attached() {
-    let ready = state.withLock { state -> (Downstream, Data?, URLResponse?, (any Error)?)? in
+    let (outcome, ended) = state.withLock {
+      state -> (Outcome?, (Downstream?, URLSessionDataTask?)) in
       state.attaching = false
-      guard case .running = state.phase, let pending = state.pending else { return nil }
-      guard let downstream = state.end().0 else { return nil }
-      return (downstream, pending.data, pending.response, pending.error)
+      guard case .running = state.phase, let outcome = state.pending else {
+        return (nil, (nil, nil))
+      }
+      return (outcome, state.end())
     }
-    if let (downstream, data, response, error) = ready {
-      deliver(data: data, response: response, error: error, to: downstream)
-    }
+    // The finished task is released here, after unlocking.
+    if let outcome, let downstream = ended.0 { deliver(outcome, to: downstream) }
   }
 
   private func completed(data: Data?, response: URLResponse?, error: (any Error)?) {
-    let downstream = state.withLock { state -> Downstream? in
-      guard case .running = state.phase else { return nil }
+    let ended = state.withLock { state -> (Downstream?, URLSessionDataTask?) in
+      guard case .running = state.phase else { return (nil, nil) }
       if state.attaching {
         state.pending = (data, response, error)
-        return nil
+        return (nil, nil)
       }
-      return state.end().0
+      return state.end()
     }
-    guard let downstream else { return }
-    deliver(data: data, response: response, error: error, to: downstream)
+    guard let downstream = ended.0 else { return }
+    deliver((data, response, error), to: downstream)
   }
 
-  private func deliver(
-    data: Data?, response: URLResponse?, error: (any Error)?, to downstream: Downstream
-  ) {
+  private func deliver(_ outcome: Outcome, to downstream: Downstream) {
+    let (data, response, error) = outcome
     switch (response, error) {
     case (let response?, nil):
       _ = downstream.receive((data ?? Data(), response))

@@ -51,7 +51,7 @@ struct DataTaskPublisherTests {
     "a result that arrives while the subscriber is still in receive(subscription:) waits for it")
   func aResultDuringReceiveSubscriptionWaitsForItToReturn() async throws {
     let url = url("ok/hello")
-    let attacher = SlowAttacher()
+    let attacher = SlowAttacher(session: session)
     session.dataTaskPublisher(for: url).subscribe(attacher)
     try await eventually { attacher.events.count == 3 }
     #expect(attacher.sawTheTaskComplete, "the task finished while receive(subscription:) ran")
@@ -191,12 +191,15 @@ struct DataTaskPublisherTests {
 }
 
 /// Requests inside `receive(subscription:)`, then stays there until the session has finished the
-/// task (and a little longer, so its completion handler has run), logging what arrives when.
+/// task and run its completion handler, logging what arrives when.
 final class SlowAttacher: Subscriber, @unchecked Sendable {
   // Safety: `log` and `completedInside` are guarded by `lock`.
   let lock = NSLock()
   private var log: [String] = []
   private var completedInside = false
+
+  let session: URLSession
+  init(session: URLSession) { self.session = session }
 
   var events: [String] { lock.withLock { log } }
   var sawTheTaskComplete: Bool { lock.withLock { completedInside } }
@@ -208,7 +211,10 @@ final class SlowAttacher: Subscriber, @unchecked Sendable {
       as? URLSessionDataTask
     for _ in 0..<5_000 where task?.state != .completed { usleep(1_000) }
     let completed = task?.state == .completed
-    usleep(100_000)
+    // The completion handler runs on the session's serial delegate queue: once an operation
+    // added after it has run, so has the handler.
+    session.delegateQueue.addOperation {}
+    session.delegateQueue.waitUntilAllOperationsAreFinished()
     lock.withLock {
       completedInside = completed
       log.append("attached")

@@ -3,8 +3,8 @@
 ///
 /// A detached subscription leaves a vacant slot (an entry that ignores what it is sent, so a
 /// `send` loops over the slots without testing or copying them), and the others keep their
-/// places (and their order) without moving; slots at the end are dropped at once, and the list is compacted when
-/// more than half of it is empty. Up to ``indexThreshold`` slots, detach finds its slot by a
+/// places (and their order) without moving; vacant slots at the end are dropped at once, and the
+/// list is compacted when more than half of it is vacant. Up to ``indexThreshold`` slots, detach finds its slot by a
 /// scan (cheaper than hashing for a few subscribers, and no allocation); past it, a dictionary
 /// from each subscription to its slot is kept, so cancelling many subscribers of one subject is
 /// not quadratic. Not thread-safe: it lives in ``SubjectCore``'s locked state.
@@ -49,15 +49,14 @@ struct SubscriberList<Output, Failure: Error> {
       slot = found
     }
     count -= 1
-    guard slot == slots.count - 1 else {
-      var removed = Entry.vacant
+    var removed = Entry.vacant
+    if slot == slots.count - 1 {
+      // The last one (the common case: one subscriber, or the latest): no vacant slot is left.
+      removed = slots.removeLast()
+      while !slots.isEmpty, slots[slots.count - 1].isVacant { slots.removeLast() }
+    } else {
       swap(&removed, &slots[slot])
-      if slots.count > 2 * count + Self.indexThreshold { compact() }
-      return removed
     }
-    // The last one (the common case: one subscriber, or the latest): no vacant slot is left.
-    let removed = slots.removeLast()
-    while !slots.isEmpty, slots[slots.count - 1].isVacant { slots.removeLast() }
     if slots.count > 2 * count + Self.indexThreshold { compact() }
     return removed
   }

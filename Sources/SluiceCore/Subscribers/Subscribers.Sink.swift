@@ -83,9 +83,7 @@ extension Subscribers {
 
     @inlinable
     func cancelSpecialized() {
-      var ended = false
-      box.cancel(whenLive: { ended = true })
-      if ended { completionHandler = { _ in } }
+      box.cancel(whenLive: { completionHandler = { _ in } })
       if gate.close() { releaseValueHandler() }
     }
 
