@@ -20,7 +20,8 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   // unlocking.
   @usableFromInline
   struct State {
-    @usableFromInline var conduits = SubscriberList<Output, Failure>()
+    /// The subscriptions in attachment order (see ``SubjectCore/subscribers``).
+    @usableFromInline var subscribers = SharedSubscriberList<Output, Failure>.Guarded()
     @usableFromInline var completion: Subscribers.Completion<Failure>?
     @usableFromInline var upstreams: [any Subscription] = []
     @usableFromInline var currentValue: Output?
@@ -41,6 +42,9 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// (ObservableObjectPublisher, as in Combine).
   @usableFromInline let demandIsOnOff: Bool
   @usableFromInline let state: Lock<State>
+  /// The subscriptions in attachment order: changed under `state`'s lock (the list is in
+  /// `State.subscribers`), read by one sender at a time without it.
+  @usableFromInline let subscribers = SharedSubscriberList<Output, Failure>()
   /// A subscriber has made a request (PassthroughSubject: kept upstreams are then asked for
   /// `.unlimited`). With ``keptUpstreams`` it lets the first request skip the lock when there
   /// is no upstream to open: each side writes its flag, then reads the other's, sequentially
@@ -86,11 +90,13 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
         downstream: downstream, parent: self, subject: subject,
         replaysCurrentValue: replaysCurrentValue),
       fastDownstream: downstream)
-    let completion = state.withLock { state -> Subscribers.Completion<Failure>? in
-      if let completion = state.completion { return completion }
-      state.conduits.append(conduit.entry)
-      return nil
+    let (completion, freed) = state.withLock {
+      state -> (Subscribers.Completion<Failure>?, [SharedSubscriberList<Output, Failure>.Storage])
+      in
+      if let completion = state.completion { return (completion, []) }
+      return (nil, subscribers.update(&state.subscribers) { $0.append(conduit) }.1)
     }
+    withExtendedLifetime(freed) {}
     if let completion {
       downstream.receive(subscription: Subscriptions.empty)
       downstream.receive(completion: completion)
@@ -102,28 +108,46 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// Sends `value` to every attached subscriber with demand; for a subject with a current
   /// value, also makes it the current value (after completion only when
   /// `storingAfterCompletion`: setting `CurrentValueSubject.value` stores, `send(_:)` does not).
+  ///
+  /// One sender at a time reads the subscriber list in place, without the lock (see
+  /// ``SharedSubscriberList``); a sender that overlaps another (or sends from inside a
+  /// subscriber) copies the list under the lock. After completion the list is empty.
   @inlinable
   func send(_ value: Output, storingAfterCompletion: Bool = false) {
-    let conduits = state.withLock { state -> ContiguousArray<ConduitEntry<Output, Failure>> in
-      // Combine: `send(_:)` after completion leaves `value` as it was; setting `value` stores.
-      if replaysCurrentValue, state.completion == nil || storingAfterCompletion {
-        state.currentValue = value
+    if replaysCurrentValue {
+      // The value is stored and the subscribers are read in one lock round, so a subscriber
+      // attaching meanwhile receives it once: replayed, or sent.
+      let (claimed, copied) = state.withLock {
+        state -> (UInt?, SlotArray<AnyConduit<Output, Failure>>) in
+        // Combine: `send(_:)` after completion leaves `value` as it was; setting `value` stores.
+        if state.completion == nil || storingAfterCompletion { state.currentValue = value }
+        if let claimed = subscribers.claimUnderLock() { return (claimed, SlotArray()) }
+        return (nil, state.subscribers.list.slots)
       }
-      return state.completion == nil ? state.conduits.slots : []
+      if let claimed {
+        subscribers.forEach(reading: claimed) { $0.receiveFromSubject(value) }
+      } else {
+        copied.forEach { $0.receiveFromSubject(value) }
+      }
+      return
     }
-    // Indexing borrows each entry instead of copying (retaining) its three references; a
-    // detached subscriber's vacant slot ignores the value.
-    for index in conduits.indices { conduits[index].offer(value) }
+    if subscribers.forEachInPlace({ $0.receiveFromSubject(value) }) { return }
+    let conduits = state.withLock { $0.subscribers.list.slots }
+    conduits.forEach { $0.receiveFromSubject(value) }
   }
 
   @inlinable
   func send(completion: Subscribers.Completion<Failure>) {
-    let conduits = state.withLock { state -> ContiguousArray<ConduitEntry<Output, Failure>> in
-      guard state.completion == nil else { return [] }
+    let (conduits, freed) = state.withLock {
+      state -> (
+        SlotArray<AnyConduit<Output, Failure>>, [SharedSubscriberList<Output, Failure>.Storage]
+      ) in
+      guard state.completion == nil else { return (SlotArray(), []) }
       state.completion = completion
-      return state.conduits.removeAll()
+      return subscribers.update(&state.subscribers) { $0.removeAll() }
     }
-    for index in conduits.indices { conduits[index].finish(completion) }
+    withExtendedLifetime(freed) {}
+    conduits.forEach { $0.receiveFromSubject(completion: completion) }
   }
 
   @usableFromInline
@@ -158,9 +182,11 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// Forgets `conduit` (it was cancelled or has completed).
   @inlinable
   func detach(_ conduit: AnyObject) {
-    let removed = state.withLock { $0.conduits.remove(conduit) }
+    let removed = state.withLock { state in
+      subscribers.update(&state.subscribers) { $0.remove(conduit) }
+    }
     withExtendedLifetime(removed) {}
   }
 
-  var subscriberCount: Int { state.withLock { $0.conduits.count } }
+  var subscriberCount: Int { state.withLock { $0.subscribers.list.count } }
 }

@@ -1,19 +1,19 @@
 /// A subject's subscriptions in attachment order, with attach and detach in constant time
 /// (amortised) however many there are.
 ///
-/// A detached subscription leaves a vacant slot (an entry that ignores what it is sent, so a
-/// `send` loops over the slots without testing or copying them), and the others keep their
-/// places (and their order) without moving; vacant slots at the end are dropped at once, and the
-/// list is compacted when more than half of it is vacant. Up to ``indexThreshold`` slots, detach finds its slot by a
-/// scan (cheaper than hashing for a few subscribers, and no allocation); past it, a dictionary
-/// from each subscription to its slot is kept, so cancelling many subscribers of one subject is
-/// not quadratic. Not thread-safe: it lives in ``SubjectCore``'s locked state.
+/// A detached subscription leaves a vacant slot (`nil`), and the others keep their places (and
+/// their order) without moving; vacant slots at the end are dropped at once, and the list is
+/// compacted when more than half of it is vacant. Up to ``indexThreshold`` slots, detach finds
+/// its slot by a scan (cheaper than hashing for a few subscribers, and no allocation); past it, a
+/// dictionary from each subscription to its slot is kept, so cancelling many subscribers of one
+/// subject is not quadratic. Not thread-safe: it lives in ``SubjectCore``'s locked state, and
+/// senders read its slots through ``SharedSubscriberList``.
 @usableFromInline
 struct SubscriberList<Output, Failure: Error> {
-  @usableFromInline typealias Entry = ConduitEntry<Output, Failure>
+  @usableFromInline typealias Entry = AnyConduit<Output, Failure>
 
-  /// Slots in attachment order; ``ConduitEntry/vacant`` where a subscription was detached.
-  @usableFromInline var slots: ContiguousArray<Entry> = []
+  /// Slots in attachment order; `nil` where a subscription was detached.
+  @usableFromInline var slots = SlotArray<Entry>()
   /// How many slots hold a subscription.
   @usableFromInline var count = 0
   /// Each subscription's slot, kept once the list has grown past ``indexThreshold``.
@@ -29,14 +29,14 @@ struct SubscriberList<Output, Failure: Error> {
     slots.append(entry)
     count += 1
     if positions != nil {
-      positions![ObjectIdentifier(entry.conduit)] = slots.count - 1
+      positions![ObjectIdentifier(entry)] = slots.count - 1
     } else if slots.count > Self.indexThreshold {
       index()
     }
   }
 
-  /// Removes the subscription whose conduit is `conduit`; returns its entry (for the caller to
-  /// release after unlocking), or `nil` if it is not here.
+  /// Removes the subscription `conduit`; returns it (for the caller to release after
+  /// unlocking), or `nil` if it is not here.
   @inlinable mutating func remove(_ conduit: AnyObject) -> Entry? {
     let slot: Int
     if positions != nil {
@@ -45,38 +45,38 @@ struct SubscriberList<Output, Failure: Error> {
       }
       slot = found
     } else {
-      guard let found = slots.firstIndex(where: { $0.conduit === conduit }) else { return nil }
+      guard let found = slots.firstIndex(where: { $0 === conduit }) else { return nil }
       slot = found
     }
     count -= 1
-    var removed = Entry.vacant
+    let removed: Entry?
     if slot == slots.count - 1 {
       // The last one (the common case: one subscriber, or the latest): no vacant slot is left.
       removed = slots.removeLast()
-      while !slots.isEmpty, slots[slots.count - 1].isVacant { slots.removeLast() }
+      while !slots.isEmpty, slots[slots.count - 1] == nil { slots.removeLast() }
     } else {
-      swap(&removed, &slots[slot])
+      removed = slots.take(at: slot)
     }
     if slots.count > 2 * count + Self.indexThreshold { compact() }
     return removed
   }
 
   /// Empties the list, returning what it held (in order) for the caller to use after unlocking.
-  @inlinable mutating func removeAll() -> ContiguousArray<Entry> {
+  @inlinable mutating func removeAll() -> SlotArray<Entry> {
     defer {
       count = 0
       positions = nil
     }
-    var taken: ContiguousArray<Entry> = []
+    var taken = SlotArray<Entry>()
     swap(&taken, &slots)
     return taken
   }
 
   /// Drops the empty slots (order kept) and renumbers the index.
   @inlinable mutating func compact() {
-    var packed = ContiguousArray<Entry>()
-    packed.reserveCapacity(count)
-    for slot in slots where !slot.isVacant { packed.append(slot) }
+    var packed = SlotArray<Entry>()
+    packed.makeUnique(minimumCapacity: count)
+    slots.forEach { packed.append($0) }
     slots = packed
     positions = nil
     if slots.count > Self.indexThreshold { index() }
@@ -85,24 +85,9 @@ struct SubscriberList<Output, Failure: Error> {
   /// Builds the slot index.
   @inlinable mutating func index() {
     var positions = [ObjectIdentifier: Int](minimumCapacity: slots.count)
-    for (slot, entry) in slots.enumerated() where !entry.isVacant {
-      positions[ObjectIdentifier(entry.conduit)] = slot
+    for slot in 0..<slots.count {
+      if let entry = slots[slot] { positions[ObjectIdentifier(entry)] = slot }
     }
     self.positions = positions
   }
-}
-
-/// What a vacant slot's entry points at.
-@usableFromInline
-final class VacantConduit: Sendable {
-  @usableFromInline static let shared = VacantConduit()
-}
-
-extension ConduitEntry {
-  /// The entry of a vacant slot: ignores values and completions.
-  @inlinable static var vacant: ConduitEntry {
-    ConduitEntry(conduit: VacantConduit.shared, offer: { _ in }, finish: { _ in })
-  }
-
-  @inlinable var isVacant: Bool { conduit === VacantConduit.shared }
 }

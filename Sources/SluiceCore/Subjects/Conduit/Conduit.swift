@@ -1,27 +1,5 @@
 public import Synchronization
 
-/// How a ``SubjectCore`` reaches one of its subscriptions, whatever the subscriber's type.
-///
-/// The closures are made when the subscriber attaches, in code specialized for its type, so a
-/// `send` calls straight into specialized delivery (no existential, no generic metadata lookups
-/// per value). Each captures only the conduit, which needs no allocation of its own.
-@usableFromInline
-struct ConduitEntry<Output, Failure: Error> {
-  @usableFromInline let conduit: AnyObject
-  @usableFromInline let offer: (Output) -> Void
-  @usableFromInline let finish: (Subscribers.Completion<Failure>) -> Void
-
-  @inlinable
-  init(
-    conduit: AnyObject, offer: @escaping (Output) -> Void,
-    finish: @escaping (Subscribers.Completion<Failure>) -> Void
-  ) {
-    self.conduit = conduit
-    self.offer = offer
-    self.finish = finish
-  }
-}
-
 /// A subject's subscription to one subscriber: per-subscriber demand, serial delivery.
 ///
 /// **Fast path.** While the subscriber's demand is `.unlimited` and nothing is queued, owed or
@@ -58,9 +36,9 @@ struct ConduitEntry<Output, Failure: Error> {
 /// generic parameter reads its metadata straight from the object's class. Code inside reaches
 /// the two fields through ``withState(_:)`` and ``withFastDownstream(_:)`` with their real types.
 @usableFromInline
-final class Conduit<Downstream: Subscriber, State, Slot>: Subscription,
-  CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
-  @unchecked Sendable
+final class Conduit<Downstream: Subscriber, State, Slot>:
+  AnyConduit<Downstream.Input, Downstream.Failure>, Subscription, CustomStringConvertible,
+  CustomReflectable, CustomPlaygroundDisplayConvertible, @unchecked Sendable
 {
   // Safety: all mutable state is in `lockedState`, read and written only under `lock`, and in
   // `fastSlot` (see its rule); the subscriber is called only by the single drainer
@@ -99,6 +77,10 @@ final class Conduit<Downstream: Subscriber, State, Slot>: Subscription,
     specializedRequest = { $0.requestSpecialized($1) }
     specializedCancel = { $0.cancelSpecialized() }
     fastSlot = fastDownstream
+    // Non-capturing, so made without a context here, where `Downstream` is known.
+    super.init(
+      offer: { unsafeDowncast($0, to: Conduit.self).offer($1) },
+      finish: { unsafeDowncast($0, to: Conduit.self).finish($1) })
   }
 
   /// Runs `body` under the lock with the state machine.
@@ -142,12 +124,6 @@ final class Conduit<Downstream: Subscriber, State, Slot>: Subscription,
       old = original
     }
     return false
-  }
-
-  /// This conduit as the subject core sees it.
-  @inlinable
-  var entry: ConduitEntry<Output, Failure> {
-    ConduitEntry(conduit: self, offer: { [self] in offer($0) }, finish: { [self] in finish($0) })
   }
 
   @inlinable
