@@ -1,4 +1,5 @@
 import AppCode
+import Dispatch
 import OpenCombine
 import Sluice
 
@@ -141,6 +142,51 @@ func coreBenchmarks() {
       check(tally.count, elements * sinks, send)
       withExtendedLifetime(cancellables) {}
     }
+  }
+
+  // Two threads sending to one subject at once (a subject fed from a network callback and a
+  // timer, say): one sender reads the subscriber list in place, the other copies it under the
+  // lock, and both meet on the subscriber's serial delivery.
+  let twoSenders = "PassthroughSubject.send from 2 threads at once, 1 sink (per send)"
+  measure(twoSenders, "Sluice") {
+    let tally = Tally()
+    let subject = Sluice.PassthroughSubject<Int, Never>()  // Sendable
+    let cancellable = subject.sink { consume(tally, $0) }
+    DispatchQueue.concurrentPerform(iterations: 2) { sender in
+      for value in 0..<(elements / 2) { subject.send(sender &* elements &+ value) }
+    }
+    check(tally.count, elements, twoSenders)
+    withExtendedLifetime(cancellable) {}
+  }
+  measure(twoSenders, "OpenCombine") {
+    let tally = Tally()
+    let subject = ThreadSafe(OpenCombine.PassthroughSubject<Int, Never>())
+    let cancellable = subject.value.sink { consume(tally, $0) }
+    DispatchQueue.concurrentPerform(iterations: 2) { sender in
+      for value in 0..<(elements / 2) { subject.value.send(sender &* elements &+ value) }
+    }
+    check(tally.count, elements, twoSenders)
+    withExtendedLifetime(cancellable) {}
+  }
+
+  // A subject with a current value, set as a property (the shape `@Published` has): the value
+  // is stored and the subscribers read in one lock round.
+  let current = "CurrentValueSubject.value = v → 2 sinks (per set)"
+  measure(current, "Sluice") {
+    let tally = Tally()
+    let subject = Sluice.CurrentValueSubject<Int, Never>(0)
+    let cancellables = (0..<2).map { _ in subject.sink { consume(tally, $0) } }
+    for value in 1...elements { subject.value = value }
+    check(tally.count, 2 * (elements + 1), current)
+    withExtendedLifetime(cancellables) {}
+  }
+  measure(current, "OpenCombine") {
+    let tally = Tally()
+    let subject = OpenCombine.CurrentValueSubject<Int, Never>(0)
+    let cancellables = (0..<2).map { _ in subject.sink { consume(tally, $0) } }
+    for value in 1...elements { subject.value = value }
+    check(tally.count, 2 * (elements + 1), current)
+    withExtendedLifetime(cancellables) {}
   }
 
   // App shapes: a sink that updates a view model's stored properties; operator closures that
