@@ -70,10 +70,11 @@ struct SharedSubscriberListTests {
 
   // MARK: Senders and writers
 
-  @Test("a subscriber attached while a send is being delivered does not receive that value")
-  func attachingDuringASend() {
-    let subject = PassthroughSubject<Int, Never>()
-    let log = Log()
+  /// A sink logged as "first", which waits inside its delivery of 1 (after signalling
+  /// `entered`) until the test signals `goOn`.
+  func parkingSink(on subject: PassthroughSubject<Int, Never>, log: Log) -> (
+    AnyCancellable, entered: DispatchSemaphore, goOn: DispatchSemaphore
+  ) {
     let entered = DispatchSemaphore(value: 0)
     let goOn = DispatchSemaphore(value: 0)
     let first = subject.sink { value in
@@ -83,6 +84,14 @@ struct SharedSubscriberListTests {
         goOn.wait()
       }
     }
+    return (first, entered, goOn)
+  }
+
+  @Test("a subscriber attached while a send is being delivered does not receive that value")
+  func attachingDuringASend() {
+    let subject = PassthroughSubject<Int, Never>()
+    let log = Log()
+    let (first, entered, goOn) = parkingSink(on: subject, log: log)
     // A sender on another thread reads the list in place and waits inside `first`.
     let delivered = sendOneFromAnotherThread(subject, until: entered)
     // Attaching now changes a copy of the list; the sender keeps reading the old one.
@@ -98,16 +107,8 @@ struct SharedSubscriberListTests {
   func cancellingDuringASend() {
     let subject = PassthroughSubject<Int, Never>()
     let log = Log()
-    let entered = DispatchSemaphore(value: 0)
-    let goOn = DispatchSemaphore(value: 0)
     weak var captured: Token?
-    let first = subject.sink { value in
-      log.append("first \(value)")
-      if value == 1 {
-        entered.signal()
-        goOn.wait()
-      }
-    }
+    let (first, entered, goOn) = parkingSink(on: subject, log: log)
     var second: AnyCancellable?
     do {
       let token = Token(2)
