@@ -1,3 +1,5 @@
+public import Synchronization
+
 extension Subscribers {
   /// A simple subscriber that requests an unlimited number of values upon subscription, as in
   /// Combine.
@@ -12,10 +14,12 @@ extension Subscribers {
   {
     // Safety: the lifecycle (subscription, completion, cancellation) lives in `box`, a
     // lock-protected state machine whose actions run after unlocking. The closures are stored
-    // inline, each with one writer after `init`: `valueHandler` is called only inside `gate` and
-    // replaced by a no-op once, by whoever the gate elects to release it (nothing in flight then,
-    // nothing admitted after); `completionHandler` is read and replaced only by the one caller
-    // the lifecycle lets end the subscription (the completion or the first cancel).
+    // inline, each with one writer after `init`: `valueHandler` is called inside `gate`, or
+    // without it by the subject conduit that `releaseOwner` names (its deliveries are serial
+    // and it closes the gate only after its last one), and replaced by a no-op once, by whoever
+    // the gate elects to release it (nothing in flight then, nothing admitted after);
+    // `completionHandler` is read and replaced only by the one caller the lifecycle lets end
+    // the subscription (the completion or the first cancel).
 
     /// The lifecycle. It holds no payload: the closures are fields of their own, so the sink is
     /// one allocation and its (unspecialised) `deinit` needs no generic metadata lookups.
@@ -31,6 +35,17 @@ extension Subscribers {
     /// `cancel()` as compiled where the sink was made (specialized); `AnyCancellable` calls
     /// `cancel()` through `any Cancellable`, whose generic implementation forwards here.
     @usableFromInline let specializedCancel: (Sink) -> Void
+    /// Who ends `receiveValue`'s life (see ``releaseOwner``): 0 not decided yet, 1 the sink's
+    /// own gate, otherwise the address of the subject's conduit the sink is subscribed to.
+    ///
+    /// A subject's conduit already knows whether it is delivering (its fast-path word), so when
+    /// it is the sink's subscription it calls `receiveValue` without the gate (two atomic
+    /// operations less per value) and, when it ends, closes the gate and releases the closure
+    /// itself, after its last delivery. The word changes once, by compare-and-swap from 0: to
+    /// the conduit when it receives the sink's first request (which the sink makes only on the
+    /// subscription it accepted, before any value), or to 1 by whoever needs a decision first (a
+    /// cancel, a completion), so exactly one of them releases the closure.
+    @usableFromInline let releaseOwner = Atomic<UInt>(0)
 
     /// Creates a sink with the closures to call on each value and on completion.
     @inlinable
@@ -48,6 +63,25 @@ extension Subscribers {
       guard box.receive(subscription: subscription, requesting: .none) else { return }
       gate.open()
       subscription.request(.unlimited)
+    }
+
+    /// The release owner, deciding for the sink's gate if nobody has yet.
+    @inlinable func decidedReleaseOwner() -> UInt {
+      let (exchanged, original) = releaseOwner.compareExchange(
+        expected: 0, desired: 1, ordering: .acquiringAndReleasing)
+      return exchanged ? 1 : original
+    }
+
+    /// A value from the conduit that owns the release (see ``releaseOwner``): no gate.
+    @inlinable @inline(__always)
+    func receiveFromOwner(_ value: Input) {
+      Self.call(&valueHandler, with: value)
+    }
+
+    /// Ends `receiveValue`'s life; only the owning conduit, after its last delivery.
+    @inlinable
+    func releaseByOwner() {
+      if gate.close() { releaseValueHandler() }
     }
 
     @inlinable
@@ -72,7 +106,7 @@ extension Subscribers {
     @inlinable
     public func receive(completion: Subscribers.Completion<Failure>) {
       guard box.payloadForCompletion() != nil else { return }
-      if gate.close() { releaseValueHandler() }
+      if decidedReleaseOwner() == 1, gate.close() { releaseValueHandler() }
       let handler = completionHandler
       completionHandler = { _ in }
       handler(completion)
@@ -84,7 +118,7 @@ extension Subscribers {
     @inlinable
     func cancelSpecialized() {
       box.cancel(whenLive: { completionHandler = { _ in } })
-      if gate.close() { releaseValueHandler() }
+      if decidedReleaseOwner() == 1, gate.close() { releaseValueHandler() }
     }
 
     public var description: String { "Sink" }
