@@ -133,9 +133,11 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   /// `Sink.releaseOwner`); settled before the sink's first request, so before any value.
   @inlinable @inline(__always)
   func ownsSinkRelease(of downstream: Downstream) -> Bool {
-    Self.asSink(downstream).releaseOwner.load(
-      ordering: .relaxed) == UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())
+    Self.asSink(downstream).releaseOwner.load(ordering: .relaxed) == ownerWord
   }
+
+  /// This conduit as `Sink.releaseOwner` names it: its address.
+  @inlinable var ownerWord: UInt { UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()) }
 
   /// At the end of the subscription, after the last delivery: if the subscriber is a sink that
   /// handed this conduit its closure's release, releases it (deciding for the sink's own gate
@@ -144,9 +146,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   func endSinkDelivery(_ downstream: Downstream?) {
     guard Self.downstreamIsSink, let downstream else { return }
     let sink = Self.asSink(downstream)
-    if sink.decidedReleaseOwner() == UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()) {
-      sink.releaseByOwner()
-    }
+    if sink.decidedReleaseOwner() == ownerWord { sink.releaseByOwner() }
   }
 
   @inlinable static var eligible: UInt { 1 }
@@ -178,8 +178,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       withFastDownstream { slot in
         if Self.downstreamIsSink, ownsSinkRelease(of: slot.unsafelyUnwrapped) {
           // A sink whose `receiveValue` this conduit releases: no gate (see `Sink.releaseOwner`).
-          Self.asSink(slot.unsafelyUnwrapped)
-            .receiveFromOwner(value)
+          Self.asSink(slot.unsafelyUnwrapped).receiveFromOwner(value)
         } else {
           _ = slot.unsafelyUnwrapped.receive(value)  // demand stays `.unlimited`
         }
@@ -224,8 +223,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
         // The sink's first request, on the subscription it accepted: this conduit takes over
         // the release of its closure, unless a cancel or completion decided first.
         _ = Self.asSink(downstream).releaseOwner.compareExchange(
-          expected: 0, desired: UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()),
-          ordering: .acquiringAndReleasing)
+          expected: 0, desired: ownerWord, ordering: .acquiringAndReleasing)
       }
       if suspendFastPath() { state.draining = true }
       return (state.requested(demand), state.firstRequest())
