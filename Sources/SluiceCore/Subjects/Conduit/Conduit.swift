@@ -277,7 +277,10 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       case .deliver(let downstream, let value):
         more = downstream.receive(value)
       case .deliverCurrentValue(let downstream, let parent):
-        if let value = parent.currentValue {
+        // Read, then check the queue: a value sent before the one read was offered before it
+        // was stored (per sender), so if anything is queued now, the value read may be newer
+        // than what is queued; the queue (newer than the request) goes first, without a replay.
+        if let value = parent.currentValue, !withState({ $0.queueHead < $0.queue.count }) {
           more = downstream.receive(value)
         } else {
           more = .max(1)  // nothing to replay: give the demand back
