@@ -78,9 +78,11 @@ extension Subscribers {
       Self.call(&valueHandler, with: value)
     }
 
-    /// Ends `receiveValue`'s life; only the owning conduit, after its last delivery.
+    /// Closes the gate; releases `receiveValue` if nothing is in flight (else the last delivery
+    /// to leave does). By the release owner only: the sink's own end, or the owning conduit
+    /// after its last delivery.
     @inlinable
-    func releaseByOwner() {
+    func closeGate() {
       if gate.close() { releaseValueHandler() }
     }
 
@@ -106,7 +108,7 @@ extension Subscribers {
     @inlinable
     public func receive(completion: Subscribers.Completion<Failure>) {
       guard box.payloadForCompletion() != nil else { return }
-      if decidedReleaseOwner() == 1, gate.close() { releaseValueHandler() }
+      if decidedReleaseOwner() == 1 { closeGate() }
       let handler = completionHandler
       completionHandler = { _ in }
       handler(completion)
@@ -118,7 +120,7 @@ extension Subscribers {
     @inlinable
     func cancelSpecialized() {
       box.cancel(whenLive: { completionHandler = { _ in } })
-      if decidedReleaseOwner() == 1, gate.close() { releaseValueHandler() }
+      if decidedReleaseOwner() == 1 { closeGate() }
     }
 
     public var description: String { "Sink" }

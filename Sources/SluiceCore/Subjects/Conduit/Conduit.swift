@@ -146,7 +146,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   func endSinkDelivery(_ downstream: Downstream?) {
     guard Self.downstreamIsSink, let downstream else { return }
     let sink = Self.asSink(downstream)
-    if sink.decidedReleaseOwner() == ownerWord { sink.releaseByOwner() }
+    if sink.decidedReleaseOwner() == ownerWord { sink.closeGate() }
   }
 
   @inlinable static var eligible: UInt { 1 }
