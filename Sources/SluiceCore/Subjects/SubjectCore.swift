@@ -6,8 +6,10 @@ import Synchronization
 ///
 /// **Ordering**: a `send` reaches every subscriber that is attached when it starts, in attachment
 /// order; each subscriber receives values serially (see ``Conduit``). Sends racing from several
-/// threads are delivered to each subscriber in one order, with nothing lost that was demanded and
-/// nothing duplicated. **Completion**: delivered once to each attached subscriber and replayed to
+/// threads take turns (one waits while the other delivers, as with Combine's locks), so every
+/// subscriber receives them in one order, with nothing lost that was demanded and nothing
+/// duplicated; a send from inside a delivery does not wait (each subscriber receives it after
+/// the value it is receiving). A completion racing a send on another thread waits for it too. **Completion**: delivered once to each attached subscriber and replayed to
 /// later ones (after `Subscriptions.empty`); values after completion are ignored.
 /// **Cost**: attaching and detaching a subscriber take constant amortised time, however many
 /// there are (see ``SubscriberList``).
@@ -90,13 +92,12 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
         downstream: downstream, parent: self, subject: subject,
         replaysCurrentValue: replaysCurrentValue),
       fastDownstream: downstream)
-    let (completion, freed) = state.withLock {
-      state -> (Subscribers.Completion<Failure>?, [SharedSubscriberList<Output, Failure>.Storage])
-      in
-      if let completion = state.completion { return (completion, []) }
+    let (completion, garbage) = state.withLock {
+      state -> (Subscribers.Completion<Failure>?, SharedSubscriberList<Output, Failure>.Garbage) in
+      if let completion = state.completion { return (completion, .init()) }
       return (nil, subscribers.update(&state.subscribers) { $0.append(conduit) }.1)
     }
-    withExtendedLifetime(freed) {}
+    garbage.dispose()
     if let completion {
       downstream.receive(subscription: Subscriptions.empty)
       downstream.receive(completion: completion)
@@ -110,43 +111,115 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// `storingAfterCompletion`: setting `CurrentValueSubject.value` stores, `send(_:)` does not).
   ///
   /// One sender at a time reads the subscriber list in place, without the lock (see
-  /// ``SharedSubscriberList``); a sender that overlaps another (or sends from inside a
-  /// subscriber) copies the list under the lock. After completion the list is empty.
+  /// ``SharedSubscriberList``); a sender of another thread hands its value to it, and a send
+  /// from inside a delivery copies the list under the lock. After completion the list is empty.
   @inlinable
   func send(_ value: Output, storingAfterCompletion: Bool = false) {
-    if replaysCurrentValue {
-      // The value is stored and the subscribers are read in one lock round, so a subscriber
-      // attaching meanwhile receives it once: replayed, or sent.
-      let (claimed, copied) = state.withLock {
-        state -> (UInt?, SlotArray<AnyConduit<Output, Failure>>) in
-        // Combine: `send(_:)` after completion leaves `value` as it was; setting `value` stores.
-        if state.completion == nil || storingAfterCompletion { state.currentValue = value }
-        if let claimed = subscribers.claimUnderLock() { return (claimed, SlotArray()) }
-        return (nil, state.subscribers.list.slots)
+    let thread = currentThreadIdentity()
+    while true {
+      var claim = SharedSubscriberList<Output, Failure>.Claim.busy
+      if !replaysCurrentValue { claim = subscribers.claim(by: thread) }
+      if claim == .busy {
+        let (locked, nested) = claimOrHandOff(value, by: thread, storing: storingAfterCompletion)
+        if locked == .nested {
+          nested.forEach { $0.receiveFromSubject(value) }
+          return
+        }
+        claim = locked
       }
-      if let claimed {
-        subscribers.forEach(reading: claimed) { $0.receiveFromSubject(value) }
-      } else {
-        copied.forEach { $0.receiveFromSubject(value) }
+      switch claim {
+      case .nobody, .busy:
+        return  // nobody to send to, or handed over
+      case .claimed(let address):
+        subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(value) }
+        leave(address, thread: thread)
+        return
+      case .stale(let address):
+        leave(address, thread: thread)
+      case .nested:
+        sendNested(value)
+        return
       }
-      return
     }
-    if subscribers.forEachInPlace({ $0.receiveFromSubject(value) }) { return }
-    let conduits = state.withLock { $0.subscribers.list.slots }
-    conduits.forEach { $0.receiveFromSubject(value) }
+  }
+
+  /// Under the lock: ``SharedSubscriberList/claimOrHandOff(by:_:_:)``; for a subject with a
+  /// current value, stores it in the same lock round (and, if nested, reads the subscribers
+  /// to send it to), so that a subscriber attaching meanwhile receives it once, replayed or
+  /// sent.
+  @inlinable
+  func claimOrHandOff(_ value: Output, by thread: UInt, storing storingAfterCompletion: Bool)
+    -> (SharedSubscriberList<Output, Failure>.Claim, SlotArray<AnyConduit<Output, Failure>>)
+  {
+    state.withLock { state in
+      let claim = subscribers.claimOrHandOff(by: thread, &state.subscribers) {
+        .value(value, $0)
+      }
+      // Combine: `send(_:)` after completion leaves `value` as it was; setting `value` stores.
+      if replaysCurrentValue, state.completion == nil || storingAfterCompletion {
+        state.currentValue = value
+      }
+      return (claim, claim == .nested ? state.subscribers.list.slots : SlotArray())
+    }
+  }
+
+  /// A send from inside one of this subject's deliveries (this thread holds the list): to the
+  /// subscribers attached now, through their conduits' locks.
+  @inlinable
+  func sendNested(_ value: Output) {
+    state.withLock { $0.subscribers.list.slots }.forEach { $0.receiveFromSubject(value) }
+  }
+
+  /// Gives back the list claimed at `address`, after running what other threads handed over.
+  @inlinable @inline(__always)
+  func leave(_ address: UInt, thread: UInt) {
+    if !subscribers.leave(address) { runHandedOver(address, thread: thread) }
+  }
+
+  /// Runs what other threads handed to this sender, oldest first, until nothing more comes;
+  /// then gives the list back.
+  @inlinable
+  func runHandedOver(_ address: UInt, thread: UInt) {
+    repeat {
+      let work = state.withLock {
+        subscribers.takeHandedOver(address, &$0.subscribers, by: thread)
+      }
+      for item in work {
+        switch item {
+        case .value(let value, let conduits):
+          withExtendedLifetime(conduits) {
+            subscribers.forEach(inStorageAt: conduits.storageAddress) { $0.receiveInPlace(value) }
+          }
+        case .completion(let completion, let conduits):
+          conduits.forEach { $0.receiveFromSubject(completion: completion) }
+        case .release(let conduit):
+          conduit.releaseAfterSenders()
+        }
+      }
+    } while !subscribers.leave(address)
   }
 
   @inlinable
   func send(completion: Subscribers.Completion<Failure>) {
-    let (conduits, freed) = state.withLock {
+    let thread = currentThreadIdentity()
+    let (conduits, garbage) = state.withLock {
       state -> (
-        SlotArray<AnyConduit<Output, Failure>>, [SharedSubscriberList<Output, Failure>.Storage]
+        SlotArray<AnyConduit<Output, Failure>>, SharedSubscriberList<Output, Failure>.Garbage
       ) in
-      guard state.completion == nil else { return (SlotArray(), []) }
+      guard state.completion == nil else { return (SlotArray(), .init()) }
       state.completion = completion
-      return subscribers.update(&state.subscribers) { $0.removeAll() }
+      let (conduits, garbage) = subscribers.update(&state.subscribers) { $0.removeAll() }
+      // A sender of another thread reads: it delivers the completion after what it delivers
+      // now and what was handed to it before.
+      if !garbage.exclusive,
+        subscribers.handOffToReader(
+          .completion(completion, conduits), &state.subscribers, by: thread)
+      {
+        return (SlotArray(), garbage)
+      }
+      return (conduits, garbage)
     }
-    withExtendedLifetime(freed) {}
+    garbage.dispose()
     conduits.forEach { $0.receiveFromSubject(completion: completion) }
   }
 
@@ -181,11 +254,25 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
 
   /// Forgets `conduit` (it was cancelled or has completed).
   @inlinable
-  func detach(_ conduit: AnyObject) {
-    let removed = state.withLock { state in
-      subscribers.update(&state.subscribers) { $0.remove(conduit) }
+  func detach(_ conduit: AnyConduit<Output, Failure>) {
+    _ = detach(conduit, deferringRelease: false)
+  }
+
+  /// Forgets `conduit`; `deferringRelease`: it was cancelled while a sender of another thread
+  /// may have been delivering to it. Returns `true` if that sender still reads the list: it
+  /// then has the conduit release its subscriber as it leaves (see ``SharedSubscriberList``).
+  @inlinable
+  func detach(_ conduit: AnyConduit<Output, Failure>, deferringRelease: Bool) -> Bool {
+    let thread = deferringRelease ? currentThreadIdentity() : 0
+    let (deferred, garbage) = state.withLock { state in
+      let (_, garbage) = subscribers.update(&state.subscribers) { $0.remove(conduit) }
+      guard deferringRelease, !garbage.exclusive else { return (false, garbage) }
+      return (
+        subscribers.handOffToReader(.release(conduit), &state.subscribers, by: thread), garbage
+      )
     }
-    withExtendedLifetime(removed) {}
+    garbage.dispose()
+    return deferred
   }
 
   var subscriberCount: Int { state.withLock { $0.subscribers.list.count } }

@@ -1,9 +1,8 @@
-/// A subject's subscription as the subject sees it, whatever the subscriber's type: two
-/// functions made where the subscriber attached, in code specialized for its type (one indirect
-/// call per value, no existential, no generic metadata lookups). ``Conduit`` is the only
-/// subclass.
+/// A subject's subscription as the subject sees it, whatever the subscriber's type: functions
+/// made where the subscriber attached, in code specialized for its type (one indirect call per
+/// value, no existential, no generic metadata lookups). ``Conduit`` is the only subclass.
 ///
-/// Why a class holding functions, not a pair of closures in the list, nor overridden methods:
+/// Why a class holding functions, not closures in the list, nor overridden methods:
 /// ``SharedSubscriberList`` lets a sender read the list in place, without owning what it
 /// reads. Calling a closure kept in shared memory retains its context around the call, while
 /// the `let` properties of an object the caller guarantees need no retain; and a generic
@@ -12,21 +11,36 @@
 @usableFromInline
 class AnyConduit<Output, Failure: Error>: @unchecked Sendable {
   // Safety: immutable; subclasses carry their own rule.
-  /// ``Conduit/offer(_:)`` for this conduit (passed in: capturing it would be a cycle).
+  /// ``Conduit/offerInPlace(_:)`` for this conduit (passed in: capturing it would be a cycle).
+  @usableFromInline let offerInPlaceToConduit: (AnyConduit, Output) -> Void
+  /// ``Conduit/offer(_:)`` for this conduit.
   @usableFromInline let offerToConduit: (AnyConduit, Output) -> Void
   /// ``Conduit/finish(_:)`` for this conduit.
   @usableFromInline let finishConduit: (AnyConduit, Subscribers.Completion<Failure>) -> Void
+  /// ``Conduit/releaseDeferredDownstream()`` for this conduit.
+  @usableFromInline let releaseConduit: (AnyConduit) -> Void
 
   @inlinable
   init(
+    offerInPlace: @escaping (AnyConduit, Output) -> Void,
     offer: @escaping (AnyConduit, Output) -> Void,
-    finish: @escaping (AnyConduit, Subscribers.Completion<Failure>) -> Void
+    finish: @escaping (AnyConduit, Subscribers.Completion<Failure>) -> Void,
+    release: @escaping (AnyConduit) -> Void
   ) {
+    offerInPlaceToConduit = offerInPlace
     offerToConduit = offer
     finishConduit = finish
+    releaseConduit = release
   }
 
-  /// Delivers `value` if the subscriber has demand for it (see ``Conduit``).
+  /// Delivers `value` if the subscriber has demand for it, from the sender that holds the
+  /// subject's list (see ``SharedSubscriberList``): no atomic read-modify-write while the
+  /// conduit's fast path is open.
+  @inlinable @inline(__always)
+  final func receiveInPlace(_ value: Output) { offerInPlaceToConduit(self, value) }
+
+  /// Delivers `value` if the subscriber has demand for it, from a send that does not hold the
+  /// subject's list (a send from inside a delivery): through the conduit's lock.
   @inlinable @inline(__always)
   final func receiveFromSubject(_ value: Output) { offerToConduit(self, value) }
 
@@ -35,4 +49,9 @@ class AnyConduit<Output, Failure: Error>: @unchecked Sendable {
   final func receiveFromSubject(completion: Subscribers.Completion<Failure>) {
     finishConduit(self, completion)
   }
+
+  /// Releases the subscriber of a conduit cancelled while a sender read the list, now that
+  /// none does (see ``SharedSubscriberList``).
+  @inlinable @inline(__always)
+  final func releaseAfterSenders() { releaseConduit(self) }
 }

@@ -3,21 +3,24 @@ public import Synchronization
 /// A subject's subscription to one subscriber: per-subscriber demand, serial delivery.
 ///
 /// **Fast path.** While the subscriber's demand is `.unlimited` and nothing is queued, owed or
-/// finishing (a `sink`, an `assign`, most operators), a value needs no lock: one atomic word,
-/// ``fast``, elects the thread that delivers. Its bits: *eligible* (the state allows a lock-free
-/// delivery), *delivering* (a thread is delivering one), *interrupted* (another event came
-/// meanwhile; the deliverer owes a drain).
+/// finishing (a `sink`, an `assign`, most operators), a value needs no lock and no atomic
+/// read-modify-write: the sender holding the subject's list (one at a time, see
+/// ``SharedSubscriberList``) reads the word ``fast`` and, if it is *eligible*, delivers at once.
+/// Events that do not come from that sender close the path under the lock first:
 ///
-/// | event | eligible | eligible + delivering | delivering + interrupted | 0 |
-/// |---|---|---|---|---|
-/// | `offer(v)` | + delivering: deliver `v` without locking | lock (below) | lock (below) | lock (below) |
-/// | delivery returns | — | − delivering (no lock) | clear the word, drain under the lock | — |
-/// | any event under the lock (offer, request, finish, cancel) | clear | interrupted, not eligible; the state counts as draining | same | nothing |
-/// | the drain goes idle with unlimited demand, nothing queued or owed | — | — | — | eligible |
+/// | event | eligible | interrupted | 0 |
+/// |---|---|---|---|
+/// | the sender offers `v` (``offerInPlace(_:)``) | deliver `v` without locking | — | lock path (below) |
+/// | that delivery returns | — (done) | 0, then drain under the lock | — (done) |
+/// | an event from inside that delivery (same thread: a nested send, finish, cancel) | interrupted; the state counts as draining | nothing | — |
+/// | any other event under the lock (a nested offer, finish, cancel, request that adds demand) | 0 | nothing | nothing |
+/// | `request(n)` while eligible | nothing: demand is `.unlimited` already | — | — |
+/// | the drain goes idle with unlimited demand, nothing queued or owed | — | — | eligible |
 ///
-/// Only the deliverer holding *delivering* reads ``fastSlot``; the lock writes it only
-/// while the word is 0, so a cancel during a fast delivery leaves the release of the downstream
-/// to the deliverer's drain.
+/// The sender reads ``fastSlot`` without the lock; the lock writes it only while the word is
+/// 0 and no sender may be delivering: a `cancel()` from inside the delivery leaves the release
+/// of the downstream to that delivery's drain, and a `cancel()` from another thread while a
+/// sender reads the list defers it until the sender has left (see ``SharedSubscriberList``).
 ///
 /// **A `sink`** attached to the subject hands the conduit the release of its closure at its
 /// first request (`Sink.releaseOwner`): fast deliveries then call the closure without the
@@ -66,8 +69,9 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   /// The fast path's word (see the type's table).
   @usableFromInline let fast = Atomic<UInt>(0)
   /// The downstream for fast deliveries, until terminal (a `Downstream?`; only through
-  /// ``withFastDownstream(_:)``). Safety: read only by the thread that set *delivering*; written
-  /// only under the lock while ``fast`` is 0.
+  /// ``withFastDownstream(_:)``). Safety: read without the lock only by the subject's sender
+  /// that found ``fast`` eligible; written only under the lock while ``fast`` is 0 and no such
+  /// sender can be delivering (see the type).
   @usableFromInline @exclusivity(unchecked) var fastSlot: Slot
 
   /// Makes a conduit from its state machine and its fast-delivery downstream (both moved in,
@@ -85,8 +89,10 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     fastSlot = fastDownstream
     // Non-capturing, so made without a context here, where `Downstream` is known.
     super.init(
+      offerInPlace: { unsafeDowncast($0, to: Conduit.self).offerInPlace($1) },
       offer: { unsafeDowncast($0, to: Conduit.self).offer($1) },
-      finish: { unsafeDowncast($0, to: Conduit.self).finish($1) })
+      finish: { unsafeDowncast($0, to: Conduit.self).finish($1) },
+      release: { unsafeDowncast($0, to: Conduit.self).releaseDeferredDownstream() })
   }
 
   /// Runs `body` under the lock with the state machine.
@@ -150,51 +156,70 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   }
 
   @inlinable static var eligible: UInt { 1 }
-  @inlinable static var delivering: UInt { 2 }
-  @inlinable static var interrupted: UInt { 4 }
+  @inlinable static var interrupted: UInt { 2 }
 
-  /// Called under the lock before an event changes the state: no new fast delivery starts.
-  /// `true` when one is in flight; the caller then marks the state draining, and the
-  /// deliverer drains once its delivery returns.
-  @inlinable
-  func suspendFastPath() -> Bool {
-    var old = fast.load(ordering: .acquiring)
-    while old != 0 {
-      let new = old & Self.delivering != 0 ? Self.delivering | Self.interrupted : 0
-      let (exchanged, original) = fast.compareExchange(
-        expected: old, desired: new, ordering: .acquiringAndReleasing)
-      if exchanged { return new != 0 }
-      old = original
-    }
-    return false
+  /// What ``suspendFastPath(_:sender:)`` found.
+  @usableFromInline enum Suspension {
+    /// The fast path was closed already.
+    case idle
+    /// It was open, and is closed now; a sender of another thread may be delivering on it.
+    case closed
+    /// The event comes from inside a fast delivery on this thread, which drains once it
+    /// returns: the caller marks the state draining.
+    case inFlight
   }
 
+  /// Called under the lock before an event changes the state: no new fast delivery starts.
+  /// `sender`: the event is the subject's sender offering through the lock (it is not inside a
+  /// delivery to this conduit).
   @inlinable
-  func offer(_ value: Output) {
-    if fast.compareExchange(
-      expected: Self.eligible, desired: Self.eligible | Self.delivering, ordering: .acquiring
-    ).exchanged {
-      // Safety: this thread set *delivering*, so nothing writes `fastSlot` meanwhile.
-      withFastDownstream { slot in
-        if Self.downstreamIsSink, ownsSinkRelease(of: slot.unsafelyUnwrapped) {
-          // A sink whose `receiveValue` this conduit releases: no gate (see `Sink.releaseOwner`).
-          Self.asSink(slot.unsafelyUnwrapped).receiveFromOwner(value)
-        } else {
-          _ = slot.unsafelyUnwrapped.receive(value)  // demand stays `.unlimited`
-        }
+  func suspendFastPath(_ parent: Parent?, sender: Bool = false) -> Suspension {
+    switch fast.load(ordering: .relaxed) {
+    case Self.interrupted:
+      return .inFlight
+    case Self.eligible:
+      if !sender, let parent, parent.subscribers.isDelivering(to: self) {
+        fast.store(Self.interrupted, ordering: .relaxed)
+        return .inFlight
       }
-      if fast.compareExchange(
-        expected: Self.eligible | Self.delivering, desired: Self.eligible, ordering: .releasing
-      ).exchanged {
-        return
-      }
-      // Interrupted: the state counts as draining, and this thread is its drainer.
-      fast.store(0, ordering: .releasing)
-      drain(adding: .none)
-      return
+      fast.store(0, ordering: .sequentiallyConsistent)
+      return .closed
+    default:
+      return .idle
     }
+  }
+
+  /// A value from the subject's sender holding its list (see ``SharedSubscriberList``).
+  @inlinable
+  func offerInPlace(_ value: Output) {
+    // Sequentially consistent, like the claim of the list before it and a cancel's store:
+    // either the cancel sees the sender, or the sender sees the cancel.
+    guard fast.load(ordering: .sequentiallyConsistent) == Self.eligible else {
+      return offer(value, sender: true)
+    }
+    // Safety: only this sender delivers while the word is eligible, and nothing writes
+    // `fastSlot` meanwhile (see the type).
+    withFastDownstream { slot in
+      if Self.downstreamIsSink, ownsSinkRelease(of: slot.unsafelyUnwrapped) {
+        // A sink whose `receiveValue` this conduit releases: no gate (see `Sink.releaseOwner`).
+        Self.asSink(slot.unsafelyUnwrapped).receiveFromOwner(value)
+      } else {
+        _ = slot.unsafelyUnwrapped.receive(value)  // demand stays `.unlimited`
+      }
+    }
+    // Interrupted (only from inside the delivery, so this thread's own write): the state counts
+    // as draining, and this thread is its drainer.
+    guard fast.load(ordering: .relaxed) == Self.interrupted else { return }
+    fast.store(0, ordering: .relaxed)
+    drain(adding: .none)
+  }
+
+  /// A value through the lock: from a nested send, or from the sender when the fast path is
+  /// closed.
+  @inlinable
+  func offer(_ value: Output, sender: Bool = false) {
     let action = withState { state in
-      if suspendFastPath() { state.draining = true }
+      if suspendFastPath(state.parent, sender: sender) == .inFlight { state.draining = true }
       return state.offered(value, replaysCurrentValue: replaysCurrentValue)
     }
     if case .deliver(let downstream) = action {
@@ -205,7 +230,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   @inlinable
   func finish(_ completion: Subscribers.Completion<Failure>) {
     let drains = withState { state in
-      if suspendFastPath() { state.draining = true }
+      if suspendFastPath(state.parent) == .inFlight { state.draining = true }
       return state.finished(completion)
     }
     if drains { drain(adding: .none) }
@@ -218,14 +243,17 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   func requestSpecialized(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     let demand = demandIsOnOff ? .unlimited : demand
-    let (drains, parent) = withState { state in
+    let (drains, parent) = withState { state -> (Bool, Parent?) in
+      // Eligible: demand is `.unlimited` already and nothing waits, so nothing changes (and a
+      // sender may be delivering without the lock).
+      if fast.load(ordering: .relaxed) == Self.eligible { return (false, nil) }
       if Self.downstreamIsSink, !state.announcedDemand, let downstream = state.downstream {
         // The sink's first request, on the subscription it accepted: this conduit takes over
         // the release of its closure, unless a cancel or completion decided first.
         _ = Self.asSink(downstream).releaseOwner.compareExchange(
           expected: 0, desired: ownerWord, ordering: .acquiringAndReleasing)
       }
-      if suspendFastPath() { state.draining = true }
+      if suspendFastPath(state.parent) == .inFlight { state.draining = true }
       return (state.requested(demand), state.firstRequest())
     }
     if drains { drain(adding: .none) }
@@ -239,17 +267,45 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
 
   @inlinable
   func cancelSpecialized() {
-    let (released, fastDownstream) = withState { state in
-      // A delivery in flight (fast, or a drain) keeps `fastSlot`; the drain that follows it
-      // releases it.
-      let inFlight = state.draining
-      let delivering = suspendFastPath()
-      if delivering { state.draining = true }
-      return (state.cancelled(), delivering || inFlight ? nil : withFastDownstream { $0.take() })
+    var foreignSender = false
+    var (released, fastDownstream) = withState {
+      state -> (
+        (downstream: Downstream?, parent: Parent?, subject: AnyObject?, queue: [Output]),
+        Downstream?
+      ) in
+      guard state.downstream != nil else { return (state.cancelled(), nil) }
+      let suspension = suspendFastPath(state.parent)
+      if suspension == .inFlight { state.draining = true }
+      // A sender of another thread marks nothing here: it may be delivering now.
+      foreignSender =
+        suspension == .closed && state.parent?.subscribers.foreignSenderMayBeDelivering() == true
+      // A delivery in flight (a drain, or one of this thread's fast deliveries) keeps
+      // `fastSlot`; the drain that follows it releases it.
+      let keepsDownstream = state.draining || foreignSender
+      return (state.cancelled(), keepsDownstream ? nil : withFastDownstream { $0.take() })
     }
-    released.parent?.detach(self)
+    if let parent = released.parent {
+      if parent.detach(self, deferringRelease: foreignSender) {
+        // Released by the sender as it leaves (see `releaseDeferredDownstream()`).
+        withExtendedLifetime(released) {}
+        return
+      }
+      if foreignSender {
+        // The sender left before the detach, and none can reach this conduit now.
+        fastDownstream = withState { _ in withFastDownstream { $0.take() } }
+      }
+    }
     if released.downstream != nil { endSinkDelivery(fastDownstream) }
     withExtendedLifetime((released, fastDownstream)) {}
+  }
+
+  /// The end of a cancel that found a sender of another thread reading the list: called once
+  /// no sender does, it releases the downstream (see ``SharedSubscriberList``).
+  @inlinable
+  func releaseDeferredDownstream() {
+    let downstream = withState { _ in withFastDownstream { $0.take() } }
+    endSinkDelivery(downstream)
+    withExtendedLifetime(downstream) {}
   }
 
   /// The drain loop; only the thread that `ConduitState` made the drainer runs it.
