@@ -66,8 +66,10 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     @usableFromInline var list = List()
     /// Storages a sender may still be reading.
     @usableFromInline var retired: [Storage] = []
-    /// What other threads handed to the sender holding ``reader``, oldest first.
+    /// What other threads handed to the sender holding ``reader``, oldest first, from
+    /// ``handedOverHead`` on (taken one at a time; the buffer keeps its capacity).
     @usableFromInline var handedOver: [HandedOver] = []
+    @usableFromInline var handedOverHead = 0
 
     @inlinable init() {}
   }
@@ -211,7 +213,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   }
 
   /// Gives back ``reader``, claimed at `address`, unless something was handed over: then
-  /// `false`, and the caller takes it with ``takeHandedOver(_:_:)`` and tries again.
+  /// `false`, and the caller runs it (``nextHandedOver(_:_:by:)``) and tries again.
   @inlinable @inline(__always)
   func leave(_ address: UInt) -> Bool {
     readerThread.store(0, ordering: .relaxed)
@@ -219,15 +221,23 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   }
 
   /// Under the lock, by the sender holding ``reader`` at `address` after ``leave(_:)``
-  /// failed: what was handed over, oldest first.
+  /// failed: the oldest work handed over, or `nil` when none is left (the flag is then
+  /// cleared, and the sender tries ``leave(_:)`` again).
   @inlinable
-  func takeHandedOver(_ address: UInt, _ guarded: inout Guarded, by thread: UInt)
-    -> [HandedOver]
+  func nextHandedOver(_ address: UInt, _ guarded: inout Guarded, by thread: UInt)
+    -> HandedOver?
   {
     readerThread.store(thread, ordering: .relaxed)
-    reader.store(address, ordering: .relaxed)  // the flag off: nothing waits now
-    var work: [HandedOver] = []
-    swap(&work, &guarded.handedOver)
+    guard guarded.handedOverHead < guarded.handedOver.count else {
+      reader.store(address, ordering: .relaxed)  // the flag off: nothing waits now
+      return nil
+    }
+    let work = guarded.handedOver[guarded.handedOverHead]
+    guarded.handedOverHead += 1
+    if guarded.handedOverHead == guarded.handedOver.count {
+      guarded.handedOver.removeAll(keepingCapacity: true)
+      guarded.handedOverHead = 0
+    }
     return work
   }
 

@@ -5,12 +5,13 @@ import Synchronization
 /// the current value.
 ///
 /// **Ordering**: a `send` reaches every subscriber that is attached when it starts, in attachment
-/// order; each subscriber receives values serially (see ``Conduit``). Sends racing from several
-/// threads take turns (one waits while the other delivers, as with Combine's locks), so every
-/// subscriber receives them in one order, with nothing lost that was demanded and nothing
-/// duplicated; a send from inside a delivery does not wait (each subscriber receives it after
-/// the value it is receiving). A completion racing a send on another thread waits for it too. **Completion**: delivered once to each attached subscriber and replayed to
-/// later ones (after `Subscriptions.empty`); values after completion are ignored.
+/// order; each subscriber receives values serially (see ``Conduit``). A send (or completion)
+/// racing another thread's send is handed to that thread, which delivers it next, before its own
+/// `send` returns (see ``SharedSubscriberList``): nothing waits, every subscriber receives the
+/// values in one order, each thread's in the order sent, nothing demanded is lost and nothing
+/// duplicated. A send from inside a delivery reaches each subscriber after the value it is
+/// receiving. **Completion**: delivered once to each attached subscriber and replayed to later
+/// ones (after `Subscriptions.empty`); values after completion are ignored.
 /// **Cost**: attaching and detaching a subscriber take constant amortised time, however many
 /// there are (see ``SubscriberList``).
 /// **Upstreams**: each subscription given through `send(subscription:)` is kept, asked for
@@ -181,11 +182,10 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   @inlinable
   func runHandedOver(_ address: UInt, thread: UInt) {
     repeat {
-      let work = state.withLock {
-        subscribers.takeHandedOver(address, &$0.subscribers, by: thread)
-      }
-      for item in work {
-        switch item {
+      while let work = state.withLock({
+        subscribers.nextHandedOver(address, &$0.subscribers, by: thread)
+      }) {
+        switch work {
         case .value(let value, let conduits):
           withExtendedLifetime(conduits) {
             subscribers.forEach(inStorageAt: conduits.storageAddress) { $0.receiveInPlace(value) }

@@ -19,6 +19,19 @@ struct SubjectHandOverTests {
     var all: [String] { lock.withLock { entries } }
   }
 
+  /// Where a subscriber's closure stops, on its delivery of 1, until the test lets it go on.
+  final class Parking: Sendable {
+    let entered = DispatchSemaphore(value: 0)
+    let goOn = DispatchSemaphore(value: 0)
+
+    /// From the closure: signals `entered` and waits for `goOn` if `value` is 1.
+    func stop(at value: Int) {
+      guard value == 1 else { return }
+      entered.signal()
+      goOn.wait()
+    }
+  }
+
   /// Sinks "first" (which waits inside its delivery of 1 until `goOn`) and "second".
   struct Parked {
     let subscriptions: [AnyCancellable]
@@ -27,21 +40,17 @@ struct SubjectHandOverTests {
   }
 
   func park(_ subject: PassthroughSubject<Int, Never>, log: Log) -> Parked {
-    let entered = DispatchSemaphore(value: 0)
-    let goOn = DispatchSemaphore(value: 0)
+    let parking = Parking()
     let first = subject.sink(
       receiveCompletion: { _ in log.append("first finished") },
       receiveValue: { value in
         log.append("first \(value)")
-        if value == 1 {
-          entered.signal()
-          goOn.wait()
-        }
+        parking.stop(at: value)
       })
     let second = subject.sink(
       receiveCompletion: { _ in log.append("second finished") },
       receiveValue: { log.append("second \($0)") })
-    return Parked(subscriptions: [first, second], entered: entered, goOn: goOn)
+    return Parked(subscriptions: [first, second], entered: parking.entered, goOn: parking.goOn)
   }
 
   /// Sends 1 from another thread; returns once it is inside "first", with a semaphore signalled
@@ -106,14 +115,10 @@ struct SubjectHandOverTests {
   func currentValueIsStoredAtOnce() {
     let subject = CurrentValueSubject<Int, Never>(0)
     let log = Log()
-    let entered = DispatchSemaphore(value: 0)
-    let goOn = DispatchSemaphore(value: 0)
+    let parking = Parking()
     let sink = subject.sink { value in
       log.append("\(value)")
-      if value == 1 {
-        entered.signal()
-        goOn.wait()
-      }
+      parking.stop(at: value)
     }
     let returned = DispatchSemaphore(value: 0)
     let shared = Shared(subject)
@@ -121,12 +126,12 @@ struct SubjectHandOverTests {
       shared.value.value = 1
       returned.signal()
     }
-    entered.wait()
+    parking.entered.wait()
     subject.value = 2
     #expect(subject.value == 2)
     // A subscriber attaching now gets 2 once: replayed (it was not attached when 2 was sent).
     let late = subject.sink { log.append("late \($0)") }
-    goOn.signal()
+    parking.goOn.signal()
     returned.wait()
     #expect(log.all == ["0", "1", "late 2", "2"])
     withExtendedLifetime((sink, late)) {}
@@ -136,19 +141,15 @@ struct SubjectHandOverTests {
   func nestedSendInsideHandedOverWork() {
     let subject = PassthroughSubject<Int, Never>()
     let log = Log()
-    let entered = DispatchSemaphore(value: 0)
-    let goOn = DispatchSemaphore(value: 0)
+    let parking = Parking()
     let sink = subject.sink { value in
       log.append("\(value)")
-      if value == 1 {
-        entered.signal()
-        goOn.wait()
-      }
+      parking.stop(at: value)
       if value == 2 { subject.send(20) }  // runs on the sender in flight
     }
-    let returned = sendOneFromAnotherThread(subject, until: entered)
+    let returned = sendOneFromAnotherThread(subject, until: parking.entered)
     subject.send(2)
-    goOn.signal()
+    parking.goOn.signal()
     returned.wait()
     #expect(log.all == ["1", "2", "20"])
     withExtendedLifetime(sink) {}

@@ -26,14 +26,17 @@ public import Synchronization
 /// first request (`Sink.releaseOwner`): fast deliveries then call the closure without the
 /// sink's delivery gate (two atomic operations less per value), and the conduit closes that
 /// gate — releasing the closure — when it ends, after its last delivery (at `cancel()` if none
-/// is in flight, otherwise in the drain that follows it, or before delivering the completion).
+/// is in flight, otherwise in the drain that follows it, or before delivering the completion;
+/// after a cancel that a sender of another thread may overlap, when that sender leaves).
 ///
 /// **Demand**: a value offered while the subscriber has no demand is dropped (for subjects with a
 /// current value, the subscriber is then owed the latest value on its next request).
 /// **Ordering**: values reach the subscriber in the order the conduit accepted them; concurrent
 /// senders never deliver concurrently (see ``ConduitState``). **Cancellation**: `cancel()` detaches
-/// from the subject and releases the subscriber at once; a value already being delivered on
-/// another thread completes its delivery, and nothing starts after `cancel()` returns.
+/// from the subject and releases the subscriber at once — unless the subject's sender on another
+/// thread may be delivering to it, which then releases it as it leaves; a value already being
+/// delivered on another thread completes its delivery, and nothing is offered after `cancel()`
+/// returns.
 ///
 /// **Layout.** `State` is always `ConduitState<Downstream, SubjectCore<…>>` and `Slot` always
 /// `Downstream?` (only ``SubjectCore/subscribe(_:subject:)`` makes conduits, through
