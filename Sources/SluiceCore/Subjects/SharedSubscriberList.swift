@@ -19,9 +19,10 @@ public import Synchronization
 /// | taken by another thread | under the lock, hands the value over (``claimOrHandOff(by:_:_:)``): queues it with the list as it is now, and sets ``handedOverFlag`` in ``reader`` |
 ///
 /// **Handing over.** The sender holding ``reader`` cannot give it back while
-/// ``handedOverFlag`` is set (the compare-and-swap fails): it takes the queue under the lock,
-/// clears the flag, runs what was queued — values (delivered in place to the list they were
-/// sent to), a completion, releases — and tries again. So no thread ever waits for another's
+/// ``handedOverFlag`` is set (the compare-and-swap fails): it takes what was queued one item at
+/// a time under the lock (``nextHandedOver(_:_:by:)``, which clears the flag once the queue is
+/// empty), runs each after unlocking — values (delivered in place to the list they were sent
+/// to), a completion, releases — and tries again. So no thread ever waits for another's
 /// delivery, each thread's sends reach each subscriber in the order made, and a value handed
 /// over is delivered before the sender holding ``reader`` leaves.
 ///

@@ -120,7 +120,9 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     while true {
       var claim = SharedSubscriberList<Output, Failure>.Claim.busy
       if !replaysCurrentValue { claim = subscribers.claim(by: thread) }
-      if claim == .busy {
+      if claim == .busy || claim == .nested {
+        // (The nested list stays in this branch: a `SlotArray` variable on the fast path would
+        // cost a release of its empty storage per send.)
         let (locked, nested) = claimOrHandOff(value, by: thread, storing: storingAfterCompletion)
         if locked == .nested {
           nested.forEach { $0.receiveFromSubject(value) }
@@ -129,25 +131,22 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
         claim = locked
       }
       switch claim {
-      case .nobody, .busy:
-        return  // nobody to send to, or handed over
+      case .nobody, .busy, .nested:
+        return  // nobody to send to, handed over, or sent nested above
       case .claimed(let address):
         subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(value) }
         leave(address, thread: thread)
         return
       case .stale(let address):
         leave(address, thread: thread)
-      case .nested:
-        sendNested(value)
-        return
       }
     }
   }
 
-  /// Under the lock: ``SharedSubscriberList/claimOrHandOff(by:_:_:)``; for a subject with a
-  /// current value, stores it in the same lock round (and, if nested, reads the subscribers
-  /// to send it to), so that a subscriber attaching meanwhile receives it once, replayed or
-  /// sent.
+  /// Under the lock: ``SharedSubscriberList/claimOrHandOff(by:_:_:)``, and, if this thread is
+  /// the sender already (a send from inside a delivery), the subscribers to send to through
+  /// their conduits' locks. For a subject with a current value, the value is stored in the same
+  /// lock round, so that a subscriber attaching meanwhile receives it once, replayed or sent.
   @inlinable
   func claimOrHandOff(_ value: Output, by thread: UInt, storing storingAfterCompletion: Bool)
     -> (SharedSubscriberList<Output, Failure>.Claim, SlotArray<AnyConduit<Output, Failure>>)
@@ -162,13 +161,6 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       }
       return (claim, claim == .nested ? state.subscribers.list.slots : SlotArray())
     }
-  }
-
-  /// A send from inside one of this subject's deliveries (this thread holds the list): to the
-  /// subscribers attached now, through their conduits' locks.
-  @inlinable
-  func sendNested(_ value: Output) {
-    state.withLock { $0.subscribers.list.slots }.forEach { $0.receiveFromSubject(value) }
   }
 
   /// Gives back the list claimed at `address`, after running what other threads handed over.

@@ -271,7 +271,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   @inlinable
   func cancelSpecialized() {
     var foreignSender = false
-    var (released, fastDownstream) = withState {
+    let (released, fastDownstream) = withState {
       state -> (
         (downstream: Downstream?, parent: Parent?, subject: AnyObject?, queue: [Output]),
         Downstream?
@@ -288,14 +288,13 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       return (state.cancelled(), keepsDownstream ? nil : withFastDownstream { $0.take() })
     }
     if let parent = released.parent {
-      if parent.detach(self, deferringRelease: foreignSender) {
-        // Released by the sender as it leaves (see `releaseDeferredDownstream()`).
+      let deferred = parent.detach(self, deferringRelease: foreignSender)
+      if foreignSender {
+        // Deferred: released by the sender as it leaves. Otherwise the sender left before the
+        // detach, and none can reach this conduit now: released here.
+        if !deferred { releaseDeferredDownstream() }
         withExtendedLifetime(released) {}
         return
-      }
-      if foreignSender {
-        // The sender left before the detach, and none can reach this conduit now.
-        fastDownstream = withState { _ in withFastDownstream { $0.take() } }
       }
     }
     if released.downstream != nil { endSinkDelivery(fastDownstream) }
@@ -303,7 +302,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   }
 
   /// The end of a cancel that found a sender of another thread reading the list: called once
-  /// no sender does, it releases the downstream (see ``SharedSubscriberList``).
+  /// no sender can be delivering, it releases the downstream (see ``SharedSubscriberList``).
   @inlinable
   func releaseDeferredDownstream() {
     let downstream = withState { _ in withFastDownstream { $0.take() } }
