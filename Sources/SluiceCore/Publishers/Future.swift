@@ -40,7 +40,7 @@ public final class Future<Output, Failure: Error>: Publisher, @unchecked Sendabl
       return state.result
     }
     subscriber.receive(subscription: subscription)
-    if let result { subscription.fulfilled(with: result) }
+    subscription.subscribed(result)
   }
 
   private func fulfil(_ result: Result<Output, Failure>) {
@@ -68,9 +68,11 @@ private protocol FutureWaiter<Output, Failure>: AnyObject {
   func fulfilled(with result: Result<Output, Failure>)
 }
 
-/// States: `waiting(demand?, result?)` → `delivering` once both a result and (for a success)
-/// demand are there → `terminal` after the completion, or on cancel. Exactly one thread performs
-/// the delivery; a `cancel()` while it delivers the value suppresses the completion.
+/// States: `subscribing` (until the subscriber's `receive(subscription:)` returns: a promise
+/// fulfilled on another thread meanwhile waits) → `waiting(demand?, result?)` → `delivering` once
+/// both a result and (for a success) demand are there → `terminal` after the completion, or on
+/// cancel. Exactly one thread performs the delivery, never during `receive(subscription:)`; a
+/// `cancel()` while it delivers the value suppresses the completion.
 private final class FutureSubscription<Downstream: Subscriber>: Subscription, FutureWaiter,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
@@ -85,13 +87,15 @@ private final class FutureSubscription<Downstream: Subscriber>: Subscription, Fu
     var future: Future<Output, Failure>?
     var hasDemand = false
     var result: Result<Output, Failure>?
+    /// The subscriber's `receive(subscription:)` has returned: deliveries may start.
+    var subscribed = false
     /// A thread is delivering the value; the completion follows unless cancelled meanwhile.
     var delivering = false
 
     /// The delivery to perform once a result and (for a success) demand are both present.
     /// The future and the downstream stay until the delivery is over (the mirror shows them).
     mutating func takeDelivery() -> (Downstream, Result<Output, Failure>)? {
-      guard !delivering, let downstream, let result else { return nil }
+      guard subscribed, !delivering, let downstream, let result else { return nil }
       if case .success = result, !hasDemand { return nil }
       delivering = true
       return (downstream, result)
@@ -111,6 +115,17 @@ private final class FutureSubscription<Downstream: Subscriber>: Subscription, Fu
 
   init(future: Future<Output, Failure>, downstream: Downstream) {
     state = Lock(State(downstream: downstream, future: future))
+  }
+
+  /// The subscriber's `receive(subscription:)` returned; `result`: the future's, if it was
+  /// fulfilled before this subscription was made.
+  func subscribed(_ result: Result<Output, Failure>?) {
+    deliver(
+      state.withLock { state in
+        state.subscribed = true
+        if let result { state.result = result }
+        return state.takeDelivery()
+      })
   }
 
   func fulfilled(with result: Result<Output, Failure>) {

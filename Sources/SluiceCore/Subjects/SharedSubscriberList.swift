@@ -1,37 +1,51 @@
 public import Synchronization
 
 /// A subject's ``SubscriberList``, changed under the subject's lock and read by one sender at a
-/// time without the lock and without retaining anything. A `send` costs two atomic
-/// read-modify-writes here (taking ``reader`` and giving it back), however many subscribers
-/// there are, and — because only that sender delivers without a lock — the conduits it
-/// delivers to need none of their own (see ``Conduit``).
+/// time without the lock and without retaining anything. A `send` costs one atomic
+/// read-modify-write here (taking ``reader``), however many subscribers there are, until
+/// another thread first hands work to a sender of this subject; from then on two (giving
+/// ``reader`` back becomes a sequentially consistent store). Because only that sender delivers
+/// without a lock, the conduits it delivers to need none of their own (see ``Conduit``).
 ///
 /// **Reading.** ``current`` is the address of the list's slot storage (``SlotArray``). A
 /// sender takes ``reader`` by writing that address into it (compare-and-swap from 0), checks
-/// that it is still current, notes its thread in ``readerThread``, calls each subscription in
-/// place (noting which in ``position``) and gives ``reader`` back (compare-and-swap to 0).
-/// ``claim(by:)`` tells the sender what it found:
+/// that it is still current and that nothing handed over waits, notes its thread in
+/// ``readerThread``, calls each subscription in place (noting which in ``position``) and gives
+/// ``reader`` back (``leave()``). ``claim(by:)`` tells the sender what it found:
 ///
 /// | ``reader`` | the sender |
 /// |---|---|
 /// | 0 | takes it and reads in place |
 /// | taken by this thread (a send from inside one of its deliveries) | *nested*: copies the list under the lock and offers the value through the conduits' locks |
-/// | taken by another thread | under the lock, hands the value over (``claimOrHandOff(by:_:_:)``): queues it with the list as it is now, and sets ``handedOverFlag`` in ``reader`` |
+/// | taken by another thread | under the lock, hands the value over (``claimOrHandOff(by:_:_:)``): queues it with the list as it is now and sets ``pending`` in ``handOver`` |
 ///
-/// **Handing over.** The sender holding ``reader`` cannot give it back while
-/// ``handedOverFlag`` is set (the compare-and-swap fails): it takes what was queued one item at
-/// a time under the lock (``nextHandedOver(_:_:by:)``, which clears the flag once the queue is
-/// empty), runs each after unlocking — values (delivered in place to the list they were sent
-/// to), a completion, releases — and tries again. So no thread ever waits for another's
-/// delivery, each thread's sends reach each subscriber in the order made, and a value handed
-/// over is delivered before the sender holding ``reader`` leaves.
+/// **Handing over.** Work queued under the lock (values, with the list they were sent to; a
+/// completion; releases) is run by whoever holds ``reader`` next, before anything of its own:
+/// a sender leaving loads ``handOver`` after giving ``reader`` back and, if ``pending`` is set,
+/// takes ``reader`` again under the lock (as ``draining``) and runs the queue one item at a
+/// time, after unlocking each (``nextHandedOver(_:)`` clears ``pending`` once the queue is
+/// empty); a thread that queues work and then finds ``reader`` free takes it and runs the queue
+/// itself. So no thread ever waits for another's delivery, each thread's sends reach each
+/// subscriber in the order made, and nothing handed over is left behind.
+///
+/// **Why one atomic per send.** Handing over is a Dekker pair: the sender stores ``reader``
+/// then loads ``handOver``; the handing thread sets ``pending`` then loads ``reader``. Each
+/// side needs a full fence between its store and its load, or both may miss the other. Until
+/// the first hand-over, the sender's side is only a ``compilerBarrier()`` (a plain store), and
+/// the handing thread, the first time, sets ``fenced`` with ``pending`` and runs
+/// ``processBarrier()`` — every other thread executes a full fence — before it loads
+/// ``reader``. After that, senders give ``reader`` back with a sequentially consistent store
+/// (``fenced``), and handing threads need no process barrier. (Where ``processBarrier()`` is
+/// not available, subjects start ``fenced``.) A sender that decided on the plain store before
+/// the switch is the one holding ``reader`` during the process barrier: its store is visible to
+/// the handing thread after it, or its load of ``handOver`` comes after it and sees ``pending``.
 ///
 /// **Writing** (attach, detach, completion; under the subject's lock, through
 /// ``update(_:_:)``): if no sender reads, the writer takes ``reader`` itself (``writing``, so
 /// none can start), changes the list in place and publishes its storage's address; otherwise
 /// it keeps the current storage alive and unchanged (*retired*: one more reference, so the
 /// change goes to a copy) and publishes the copy. A completion made while another thread's
-/// sender reads is handed over too, after the values queued before it.
+/// sender reads, or while handed-over work waits, is handed over too, after that work.
 ///
 /// **Cancelling while a sender reads.** The sender does not mark the conduit it delivers to, so
 /// a `cancel()` on another thread cannot tell whether a value is being delivered to its
@@ -44,15 +58,15 @@ public import Synchronization
 /// and completed conduits release them, or hand it over as above), so nothing the user made is
 /// kept.
 ///
-/// **Why it is safe.** Sender: compare-and-swap of ``reader``, then load of ``current`` (and of
-/// each conduit's fast-path word); writer that finds a sender: exchange of ``current``, then
-/// load of ``reader``; a cancel: store of the conduit's word, then load of ``reader``; all
-/// sequentially consistent. So either the writer (or the cancel) sees the sender and keeps its
-/// storage (or hands the release over), or the sender sees the new address (or the cancelled
-/// conduit's word) and falls back. A storage is changed in place only while the writer holds
-/// ``reader``. ``readerThread`` and ``position`` are read by other threads only to learn that
-/// they are not the sender: a thread sees its own last writes to them, and no other thread
-/// writes its identity.
+/// **Why reading in place is safe.** Sender: compare-and-swap of ``reader``, then load of
+/// ``current`` (and of each conduit's fast-path word); writer that finds a sender: exchange of
+/// ``current``, then load of ``reader``; a cancel: store of the conduit's word, then load of
+/// ``reader``; all sequentially consistent. So either the writer (or the cancel) sees the
+/// sender and keeps its storage (or hands the release over), or the sender sees the new
+/// address (or the cancelled conduit's word) and falls back. A storage is changed in place only
+/// while the writer holds ``reader``. ``readerThread`` and ``position`` are read by other
+/// threads only to learn that they are not the sender: a thread sees its own last writes to
+/// them, and no other thread writes its identity.
 @usableFromInline
 struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Sendable {
   // Safety: the list is in ``Guarded``, inside the subject's lock; what senders read without
@@ -105,35 +119,46 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   enum Claim: Equatable {
     /// Nobody is attached: nothing to read, nothing claimed.
     case nobody
-    /// ``reader`` is this sender's: read the storage at this address, then ``leave(_:)``.
+    /// ``reader`` is this sender's: read the storage at this address, then ``leave()``.
     case claimed(UInt)
-    /// ``reader`` is this sender's, but the list changed meanwhile: read nothing, ``leave(_:)``
-    /// (something may have been handed over) and try again.
-    case stale(UInt)
-    /// This thread is the sender already (a send from inside a delivery).
+    /// ``reader`` is this sender's, but the list changed meanwhile or handed-over work waits:
+    /// read nothing, ``leave()`` (which runs that work) and try again under the lock.
+    case stale
+    /// This thread is the sender already (a send from inside a delivery), or — handing over a
+    /// completion or a release — nobody else is: do it now, through the conduits' locks.
     case nested
-    /// Another thread's sender holds ``reader`` (``claim(by:)``), or now has what was handed
-    /// over (``claimOrHandOff(by:_:_:)``).
+    /// Another thread's sender holds ``reader``, and has what was handed over.
     case busy
+    /// ``reader`` is this thread's (as ``draining``) and the work, queued behind what waited,
+    /// is for it to run (``nextHandedOver(_:)``), then ``leave()``.
+    case draining
   }
 
   /// The address of the list's slot storage; 0 while it has none.
   @usableFromInline let current = Atomic<UInt>(0)
-  /// 0, the address of the storage a sender is reading (with ``handedOverFlag`` when
-  /// something waits for it), or ``writing``.
+  /// 0, the address of the storage a sender is reading, ``draining`` or ``writing``.
   @usableFromInline let reader = Atomic<UInt>(0)
   /// The thread of the sender holding ``reader`` (``currentThreadIdentity()``), 0 if none.
   @usableFromInline let readerThread = Atomic<UInt>(0)
   /// The conduit that sender is delivering to (its address), 0 between conduits.
   @usableFromInline let position = Atomic<UInt>(0)
+  /// ``fenced`` (once another thread has handed work over, or if ``processBarrier()`` is not
+  /// available) and ``pending`` (while ``Guarded/handedOver`` holds work).
+  @usableFromInline let handOver: Atomic<UInt>
 
   /// ``reader`` while a writer changes the list in place.
   @inlinable static var writing: UInt { 1 }
-  /// Set in ``reader`` while ``Guarded/handedOver`` holds work (storage addresses are aligned,
-  /// so their low bits are free).
-  @inlinable static var handedOverFlag: UInt { 2 }
+  /// ``reader`` while a sender runs handed-over work (storage addresses are aligned, so no
+  /// storage is at 1 or 2).
+  @inlinable static var draining: UInt { 2 }
+  /// In ``handOver``: senders give ``reader`` back with a sequentially consistent store.
+  @inlinable static var fenced: UInt { 1 }
+  /// In ``handOver``: work waits in ``Guarded/handedOver``.
+  @inlinable static var pending: UInt { 2 }
 
-  @inlinable init() {}
+  @inlinable init() {
+    handOver = Atomic(processBarrierIsAvailable ? 0 : Self.fenced)
+  }
 
   // MARK: Sending
 
@@ -147,52 +172,52 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
       expected: 0, desired: address, ordering: .sequentiallyConsistent)
     guard exchanged else { return isThisThreads(holder, thread) ? .nested : .busy }
     readerThread.store(thread, ordering: .relaxed)
-    // A writer changed the list between the load and the claim: its storage may be gone.
-    guard current.load(ordering: .sequentiallyConsistent) == address else {
-      return .stale(address)
-    }
+    // A writer changed the list between the load and the claim (its storage may be gone), or
+    // handed-over work waits (it goes first).
+    guard current.load(ordering: .sequentiallyConsistent) == address,
+      handOver.load(ordering: .sequentiallyConsistent) & Self.pending == 0
+    else { return .stale }
     return .claimed(address)
   }
 
   /// Under the subject's lock (writers hold it, so the storage stays current): takes
-  /// ``reader`` if it is free; else, if another thread holds it, hands it `work()` (made with
-  /// the list as it is now) and returns ``Claim/busy``.
+  /// ``reader`` if it is free and nothing handed over waits; else, unless this thread holds
+  /// it, queues `work()` (made with the list as it is now) for whoever holds it next
+  /// (``handOff(_:_:by:)``).
   @inlinable
   func claimOrHandOff(
     by thread: UInt, _ guarded: inout Guarded, _ work: (SlotArray<Entry>) -> HandedOver
   ) -> Claim {
     let address = current.load(ordering: .relaxed)
     guard address != 0 else { return .nobody }
-    var holder = reader.load(ordering: .relaxed)
-    while true {
-      if holder == 0 {
-        let (exchanged, original) = reader.compareExchange(
-          expected: 0, desired: address, ordering: .acquiring)
-        if exchanged {
-          readerThread.store(thread, ordering: .relaxed)
-          return .claimed(address)
-        }
-        holder = original
-      } else if isThisThreads(holder, thread) {
-        return .nested
-      } else if handOff(work(guarded.list.slots), &guarded, holder: &holder) {
-        return .busy
-      }
+    let holder = reader.load(ordering: .sequentiallyConsistent)
+    if holder == 0, guarded.handedOverHead == guarded.handedOver.count,
+      reader.compareExchange(expected: 0, desired: address, ordering: .sequentiallyConsistent)
+        .exchanged
+    {
+      readerThread.store(thread, ordering: .relaxed)
+      return .claimed(address)
     }
+    if holder != 0, isThisThreads(holder, thread) { return .nested }
+    return handOff(work(guarded.list.slots), &guarded, by: thread)
   }
 
-  /// Under the lock: hands `work` to the sender holding ``reader`` (`holder` is what was
-  /// read there). `false` (and `holder` updated) if ``reader`` changed meanwhile.
+  /// Under the lock: queues `work` for the sender holding ``reader``; if none does (any more),
+  /// takes ``reader`` to run the queue (``Claim/draining``). Otherwise ``Claim/busy``: that
+  /// sender sees ``pending`` as it leaves (see the type's documentation: the first hand-over
+  /// runs ``processBarrier()``).
   @inlinable
-  func handOff(_ work: HandedOver, _ guarded: inout Guarded, holder: inout UInt) -> Bool {
-    let (exchanged, original) = reader.compareExchange(
-      expected: holder, desired: holder | Self.handedOverFlag, ordering: .acquiringAndReleasing)
-    guard exchanged else {
-      holder = original
-      return false
-    }
+  func handOff(_ work: HandedOver, _ guarded: inout Guarded, by thread: UInt) -> Claim {
     guarded.handedOver.append(work)
-    return true
+    let before = handOver.bitwiseOr(Self.pending | Self.fenced, ordering: .sequentiallyConsistent)
+      .oldValue
+    if before & Self.fenced == 0 { processBarrier() }
+    guard reader.load(ordering: .sequentiallyConsistent) == 0,
+      reader.compareExchange(expected: 0, desired: Self.draining, ordering: .sequentiallyConsistent)
+        .exchanged
+    else { return .busy }  // a sender took it after `pending` was set: it sees it
+    readerThread.store(thread, ordering: .relaxed)
+    return .draining
   }
 
   @inlinable
@@ -213,24 +238,40 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     position.store(0, ordering: .relaxed)
   }
 
-  /// Gives back ``reader``, claimed at `address`, unless something was handed over: then
-  /// `false`, and the caller runs it (``nextHandedOver(_:_:by:)``) and tries again.
+  /// Gives back ``reader``. `false` if handed-over work waits: the caller then runs
+  /// ``claimToDrain(_:by:)``. Until the first hand-over, a plain store and no fence (see the
+  /// type's documentation); then a sequentially consistent store.
   @inlinable @inline(__always)
-  func leave(_ address: UInt) -> Bool {
+  func leave() -> Bool {
     readerThread.store(0, ordering: .relaxed)
-    return reader.compareExchange(expected: address, desired: 0, ordering: .releasing).exchanged
+    if handOver.load(ordering: .relaxed) & Self.fenced == 0 {
+      reader.store(0, ordering: .releasing)
+      compilerBarrier()
+    } else {
+      reader.store(0, ordering: .sequentiallyConsistent)
+    }
+    return handOver.load(ordering: .sequentiallyConsistent) & Self.pending == 0
   }
 
-  /// Under the lock, by the sender holding ``reader`` at `address` after ``leave(_:)``
-  /// failed: the oldest work handed over, or `nil` when none is left (the flag is then
-  /// cleared, and the sender tries ``leave(_:)`` again).
+  /// Under the lock, after ``leave()`` returned `false`: takes ``reader`` (as ``draining``) if
+  /// work still waits and no sender holds it. `false`: nothing waits, or the sender holding
+  /// ``reader`` runs it as it leaves.
   @inlinable
-  func nextHandedOver(_ address: UInt, _ guarded: inout Guarded, by thread: UInt)
-    -> HandedOver?
-  {
+  func claimToDrain(_ guarded: inout Guarded, by thread: UInt) -> Bool {
+    guard guarded.handedOverHead < guarded.handedOver.count,
+      reader.compareExchange(expected: 0, desired: Self.draining, ordering: .sequentiallyConsistent)
+        .exchanged
+    else { return false }
     readerThread.store(thread, ordering: .relaxed)
+    return true
+  }
+
+  /// Under the lock, by the sender holding ``reader``: the oldest work handed over, or `nil`
+  /// when none is left (``pending`` is then cleared, and the sender leaves).
+  @inlinable
+  func nextHandedOver(_ guarded: inout Guarded) -> HandedOver? {
     guard guarded.handedOverHead < guarded.handedOver.count else {
-      reader.store(address, ordering: .relaxed)  // the flag off: nothing waits now
+      handOver.store(Self.fenced, ordering: .relaxed)  // nothing waits now
       return nil
     }
     let work = guarded.handedOver[guarded.handedOverHead]
@@ -281,7 +322,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     if let storage = guarded.list.slots.storage { guarded.retired.append(storage) }
     let result = body(&guarded.list)
     current.store(guarded.list.slots.storageAddress, ordering: .sequentiallyConsistent)
-    let read = reader.load(ordering: .sequentiallyConsistent) & ~Self.handedOverFlag
+    let read = reader.load(ordering: .sequentiallyConsistent)
     guarded.retired.removeAll { storage in
       guard UInt(bitPattern: Unmanaged.passUnretained(storage).toOpaque()) != read else {
         return false
@@ -292,15 +333,20 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     return (result, garbage)
   }
 
-  /// After an ``update(_:_:)`` that found a sender: hands it `work` if it is another thread's
-  /// and still reads. `false`: no sender of another thread reads now; the caller does the work
-  /// itself.
+  /// Under the lock, after an ``update(_:_:)``: hands `work` (a completion or a release) to
+  /// the sender of another thread that reads, or — `inOrder`: it goes after values handed over
+  /// before it — to whoever runs the work that waits. ``Claim/nested``: nobody else reads
+  /// (or this thread does); the caller does the work itself now.
   @inlinable
-  func handOffToReader(_ work: HandedOver, _ guarded: inout Guarded, by thread: UInt) -> Bool {
-    var holder = reader.load(ordering: .sequentiallyConsistent)
-    while holder != 0, !isThisThreads(holder, thread) {
-      if handOff(work, &guarded, holder: &holder) { return true }
+  func handOffToReader(
+    _ work: HandedOver, inOrder: Bool, _ guarded: inout Guarded, by thread: UInt
+  ) -> Claim {
+    let holder = reader.load(ordering: .sequentiallyConsistent)
+    if holder == 0 ? !inOrder || guarded.handedOverHead == guarded.handedOver.count
+      : isThisThreads(holder, thread)
+    {
+      return .nested
     }
-    return false
+    return handOff(work, &guarded, by: thread)
   }
 }

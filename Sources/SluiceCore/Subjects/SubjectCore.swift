@@ -117,29 +117,32 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   @inlinable
   func send(_ value: Output, storingAfterCompletion: Bool = false) {
     let thread = currentThreadIdentity()
-    while true {
-      var claim = SharedSubscriberList<Output, Failure>.Claim.busy
-      if !replaysCurrentValue { claim = subscribers.claim(by: thread) }
-      if claim == .busy || claim == .nested {
-        // (The nested list stays in this branch: a `SlotArray` variable on the fast path would
-        // cost a release of its empty storage per send.)
-        let (locked, nested) = claimOrHandOff(value, by: thread, storing: storingAfterCompletion)
-        if locked == .nested {
-          nested.forEach { $0.receiveFromSubject(value) }
-          return
-        }
-        claim = locked
+    var claim = SharedSubscriberList<Output, Failure>.Claim.busy
+    if !replaysCurrentValue {
+      claim = subscribers.claim(by: thread)
+      if claim == .stale {
+        leave(thread: thread)
+        claim = .busy
       }
-      switch claim {
-      case .nobody, .busy, .nested:
-        return  // nobody to send to, handed over, or sent nested above
-      case .claimed(let address):
-        subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(value) }
-        leave(address, thread: thread)
+    }
+    if claim == .busy || claim == .nested {
+      // (The nested list stays in this branch: a `SlotArray` variable on the fast path would
+      // cost a release of its empty storage per send.)
+      let (locked, nested) = claimOrHandOff(value, by: thread, storing: storingAfterCompletion)
+      if locked == .nested {
+        nested.forEach { $0.receiveFromSubject(value) }
         return
-      case .stale(let address):
-        leave(address, thread: thread)
       }
+      claim = locked
+    }
+    switch claim {
+    case .nobody, .busy, .nested, .stale:
+      return  // nobody to send to, handed over, or sent nested above
+    case .claimed(let address):
+      subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(value) }
+      leave(thread: thread)
+    case .draining:
+      runHandedOver(thread: thread)
     }
   }
 
@@ -163,20 +166,29 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     }
   }
 
-  /// Gives back the list claimed at `address`, after running what other threads handed over.
+  /// Gives back the list this thread reads, then runs what other threads handed over meanwhile
+  /// (if no other sender has taken the list since).
   @inlinable @inline(__always)
-  func leave(_ address: UInt, thread: UInt) {
-    if !subscribers.leave(address) { runHandedOver(address, thread: thread) }
+  func leave(thread: UInt) {
+    if !subscribers.leave() { drainHandedOver(thread: thread) }
   }
 
-  /// Runs what other threads handed to this sender, oldest first, until nothing more comes;
-  /// then gives the list back.
-  @inlinable
-  func runHandedOver(_ address: UInt, thread: UInt) {
+  /// After ``leave(thread:)`` found work handed over: takes the list back to run it, unless
+  /// another sender holds it (it runs the work as it leaves).
+  @usableFromInline
+  func drainHandedOver(thread: UInt) {
+    guard state.withLock({ subscribers.claimToDrain(&$0.subscribers, by: thread) }) else {
+      return
+    }
+    runHandedOver(thread: thread)
+  }
+
+  /// Runs what other threads handed to this sender (it holds the list as
+  /// ``SharedSubscriberList/draining``), oldest first, until nothing more comes; then leaves.
+  @usableFromInline
+  func runHandedOver(thread: UInt) {
     repeat {
-      while let work = state.withLock({
-        subscribers.nextHandedOver(address, &$0.subscribers, by: thread)
-      }) {
+      while let work = state.withLock({ subscribers.nextHandedOver(&$0.subscribers) }) {
         switch work {
         case .value(let value, let conduits):
           withExtendedLifetime(conduits) {
@@ -188,31 +200,30 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
           conduit.releaseAfterSenders()
         }
       }
-    } while !subscribers.leave(address)
+    } while !subscribers.leave()
+      && state.withLock({ subscribers.claimToDrain(&$0.subscribers, by: thread) })
   }
 
   @inlinable
   func send(completion: Subscribers.Completion<Failure>) {
     let thread = currentThreadIdentity()
-    let (conduits, garbage) = state.withLock {
+    let (conduits, garbage, claim) = state.withLock {
       state -> (
-        SlotArray<AnyConduit<Output, Failure>>, SharedSubscriberList<Output, Failure>.Garbage
+        SlotArray<AnyConduit<Output, Failure>>, SharedSubscriberList<Output, Failure>.Garbage,
+        SharedSubscriberList<Output, Failure>.Claim
       ) in
-      guard state.completion == nil else { return (SlotArray(), .init()) }
+      guard state.completion == nil else { return (SlotArray(), .init(), .busy) }
       state.completion = completion
       let (conduits, garbage) = subscribers.update(&state.subscribers) { $0.removeAll() }
-      // A sender of another thread reads: it delivers the completion after what it delivers
-      // now and what was handed to it before.
-      if !garbage.exclusive,
-        subscribers.handOffToReader(
-          .completion(completion, conduits), &state.subscribers, by: thread)
-      {
-        return (SlotArray(), garbage)
-      }
-      return (conduits, garbage)
+      // A sender of another thread reads, or values handed over wait: the completion is
+      // delivered after them.
+      let claim = subscribers.handOffToReader(
+        .completion(completion, conduits), inOrder: true, &state.subscribers, by: thread)
+      return (claim == .nested ? conduits : SlotArray(), garbage, claim)
     }
     garbage.dispose()
     conduits.forEach { $0.receiveFromSubject(completion: completion) }
+    if claim == .draining { runHandedOver(thread: thread) }
   }
 
   @usableFromInline
@@ -256,15 +267,19 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   @inlinable
   func detach(_ conduit: AnyConduit<Output, Failure>, deferringRelease: Bool) -> Bool {
     let thread = deferringRelease ? currentThreadIdentity() : 0
-    let (deferred, garbage) = state.withLock { state in
+    let (claim, garbage) = state.withLock { state in
       let (_, garbage) = subscribers.update(&state.subscribers) { $0.remove(conduit) }
-      guard deferringRelease, !garbage.exclusive else { return (false, garbage) }
+      guard deferringRelease, !garbage.exclusive else {
+        return (SharedSubscriberList<Output, Failure>.Claim.nested, garbage)
+      }
       return (
-        subscribers.handOffToReader(.release(conduit), &state.subscribers, by: thread), garbage
+        subscribers.handOffToReader(
+          .release(conduit), inOrder: false, &state.subscribers, by: thread), garbage
       )
     }
     garbage.dispose()
-    return deferred
+    if claim == .draining { runHandedOver(thread: thread) }
+    return claim != .nested
   }
 
   var subscriberCount: Int { state.withLock { $0.subscribers.list.count } }

@@ -282,6 +282,39 @@ struct FutureTests {
     #expect(recorder.values == [7])
   }
 
+  @Test(
+    "a promise fulfilled on another thread during receive(subscription:) waits until it returns",
+    arguments: [Result<Int, TestError>.success(7), .failure(TestError())])
+  func fulfilledDuringReceiveSubscription(_ result: Result<Int, TestError>) {
+    let promise = Box<Future<Int, TestError>.Promise>()
+    let future = Future<Int, TestError> { promise.set($0) }
+    let fulfil = Shared(promise.value!)
+    let events = Box<[String]>([])
+    let probe = Probe<Int, TestError>(
+      onSubscription: { subscription in
+        subscription.request(.unlimited)
+        let fulfilled = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+          fulfil.value(result)
+          fulfilled.signal()
+        }
+        fulfilled.wait()  // the promise returned: the delivery waits for this call to return
+        events.update { $0!.append("subscribed") }
+      },
+      onValue: { value in
+        events.update { $0!.append("value \(value)") }
+        return .none
+      },
+      onCompletion: { completion in events.update { $0!.append("\(completion)") } })
+    future.subscribe(probe)
+    switch result {
+    case .success:
+      #expect(events.value == ["subscribed", "value 7", "finished"])
+    case .failure:
+      #expect(events.value == ["subscribed", "failure(TestError(1))"])
+    }
+  }
+
   @Test func racingFulfilRequestAndCancelDeliverAtMostOnce() {
     for _ in 0..<200 {
       let promise = Box<Future<Int, Never>.Promise>()

@@ -214,4 +214,95 @@ struct SubjectHandOverTests {
       #expect(captured == nil, "every closure released once nothing is in flight")
     }
   }
+
+  /// Counts what one sink receives from two racing senders (values `sender * 1_000_000 + i`).
+  final class Tally: @unchecked Sendable {
+    // Safety: a subscriber's signals are serial (checked with `inFlight`).
+    let inFlight = Atomic<Int>(0)
+    var overlaps = 0
+    var received = 0
+    var last = [-1, -1]
+    var outOfOrder = 0
+    var finishedAfter: Int?
+
+    func receive(_ value: Int) {
+      if inFlight.add(1, ordering: .acquiring).newValue != 1 { overlaps += 1 }
+      let (sender, index) = value.quotientAndRemainder(dividingBy: 1_000_000)
+      if index <= last[sender] { outOfOrder += 1 }
+      last[sender] = index
+      received += 1
+      inFlight.subtract(1, ordering: .releasing)
+    }
+  }
+
+  @Test("two threads racing on new subjects: every value once, in each sender's order")
+  func racingSendersLoseNothing() {
+    // Each new subject gives back its reader with a plain store until its first hand-over,
+    // which switches it with a process-wide barrier (see SharedSubscriberList): many short
+    // races, so that the switch often lands while the other sender is leaving.
+    var switched = 0
+    for _ in 0..<300 {
+      let subject = PassthroughSubject<Int, Never>()
+      let tally = Tally()
+      let sink = subject.sink { tally.receive($0) }
+      let shared = Shared(subject)
+      concurrently(2) { sender in
+        for index in 0..<200 { shared.value.send(sender * 1_000_000 + index) }
+      }
+      #expect(tally.received == 400)
+      #expect(tally.overlaps == 0)
+      #expect(tally.outOfOrder == 0)
+      let mode = subject.core.subscribers.handOver.load(ordering: .relaxed)
+      #expect(mode & SharedSubscriberList<Int, Never>.pending == 0, "nothing left waiting")
+      if mode & SharedSubscriberList<Int, Never>.fenced != 0 { switched += 1 }
+      withExtendedLifetime(sink) {}
+    }
+    if !processBarrierIsAvailable { #expect(switched == 300) }
+  }
+
+  @Test("a subject hands over with a process barrier once, then with fences")
+  func theFirstHandOverSwitchesTheSubject() {
+    let subject = PassthroughSubject<Int, Never>()
+    let log = Log()
+    let parked = park(subject, log: log)
+    let fenced = SharedSubscriberList<Int, Never>.fenced
+    let mode = { subject.core.subscribers.handOver.load(ordering: .relaxed) }
+    #expect(mode() == (processBarrierIsAvailable ? 0 : fenced))
+    subject.send(0)  // nobody in flight: no hand-over, no switch
+    #expect(mode() == (processBarrierIsAvailable ? 0 : fenced))
+    let returned = sendOne(subject, parked)
+    subject.send(2)
+    #expect(mode() == fenced | SharedSubscriberList<Int, Never>.pending)
+    parked.goOn.signal()
+    returned.wait()
+    #expect(mode() == fenced)
+    subject.send(3)
+    #expect(
+      log.all == [
+        "first 0", "second 0", "first 1", "second 1", "first 2", "second 2", "first 3",
+        "second 3",
+      ])
+  }
+
+  @Test("a completion sent after values that were handed over reaches every sink after them")
+  func completionAfterHandedOverValuesLosesNothing() {
+    for _ in 0..<200 {
+      let subject = PassthroughSubject<Int, Never>()
+      let tally = Tally()
+      let sink = subject.sink(
+        receiveCompletion: { _ in tally.finishedAfter = tally.received },
+        receiveValue: { tally.receive($0) })
+      let shared = Shared(subject)
+      // Sender 0 completes once its 100 sends have returned (some handed over to sender 1).
+      concurrently(2) { sender in
+        for index in 0..<100 { shared.value.send(sender * 1_000_000 + index) }
+        if sender == 0 { shared.value.send(completion: .finished) }
+      }
+      #expect(tally.overlaps == 0)
+      #expect(tally.outOfOrder == 0)
+      #expect(tally.last[0] == 99, "every value of the completing sender arrived")
+      #expect(tally.finishedAfter == tally.received, "nothing after the completion")
+      withExtendedLifetime(sink) {}
+    }
+  }
 }
