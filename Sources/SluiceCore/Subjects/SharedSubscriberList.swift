@@ -121,8 +121,11 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     case nobody
     /// ``reader`` is this sender's: read the storage at this address, then ``leave()``.
     case claimed(UInt)
-    /// ``reader`` is this sender's, but the list changed meanwhile or handed-over work waits:
-    /// read nothing, ``leave()`` (which runs that work) and try again under the lock.
+    /// ``reader`` is this sender's, but handed-over work waits: run it
+    /// (``nextHandedOver(_:)``), then read the storage at this address and ``leave()``.
+    case claimedBehind(UInt)
+    /// ``reader`` is this sender's, but the list changed meanwhile: read nothing, ``leave()``
+    /// and try again under the lock.
     case stale
     /// This thread is the sender already (a send from inside a delivery), or — handing over a
     /// completion or a release — nobody else is: do it now, through the conduits' locks.
@@ -172,11 +175,12 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
       expected: 0, desired: address, ordering: .sequentiallyConsistent)
     guard exchanged else { return isThisThreads(holder, thread) ? .nested : .busy }
     readerThread.store(thread, ordering: .relaxed)
-    // A writer changed the list between the load and the claim (its storage may be gone), or
-    // handed-over work waits (it goes first).
-    guard current.load(ordering: .sequentiallyConsistent) == address,
-      handOver.load(ordering: .sequentiallyConsistent) & Self.pending == 0
-    else { return .stale }
+    // A writer changed the list between the load and the claim: its storage may be gone.
+    guard current.load(ordering: .sequentiallyConsistent) == address else { return .stale }
+    // Handed-over work waits: it goes first.
+    guard handOver.load(ordering: .sequentiallyConsistent) & Self.pending == 0 else {
+      return .claimedBehind(address)
+    }
     return .claimed(address)
   }
 
@@ -238,22 +242,35 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     position.store(0, ordering: .relaxed)
   }
 
-  /// Gives back ``reader``. `false` if handed-over work waits: the caller then runs
-  /// ``claimToDrain(_:by:)``. Until the first hand-over, a plain store and no fence (see the
-  /// type's documentation); then a sequentially consistent store.
+  /// What ``leave()`` did.
+  @usableFromInline
+  enum Leaving {
+    /// ``reader`` is given back; nothing waits.
+    case left
+    /// Work was handed over: ``reader`` is kept, run the work (``nextHandedOver(_:)``) and
+    /// try again.
+    case kept
+    /// ``reader`` is given back, but work was handed over meanwhile: ``claimToDrain(_:by:)``.
+    case raced
+  }
+
+  /// Gives back ``reader``, unless handed-over work waits. Until the first hand-over, a plain
+  /// store and no fence (see the type's documentation); then a sequentially consistent store.
   @inlinable @inline(__always)
-  func leave() -> Bool {
+  func leave() -> Leaving {
+    let mode = handOver.load(ordering: .relaxed)
+    if mode & Self.pending != 0 { return .kept }
     readerThread.store(0, ordering: .relaxed)
-    if handOver.load(ordering: .relaxed) & Self.fenced == 0 {
+    if mode & Self.fenced == 0 {
       reader.store(0, ordering: .releasing)
       compilerBarrier()
     } else {
       reader.store(0, ordering: .sequentiallyConsistent)
     }
-    return handOver.load(ordering: .sequentiallyConsistent) & Self.pending == 0
+    return handOver.load(ordering: .sequentiallyConsistent) & Self.pending == 0 ? .left : .raced
   }
 
-  /// Under the lock, after ``leave()`` returned `false`: takes ``reader`` (as ``draining``) if
+  /// Under the lock, after ``leave()`` returned ``Leaving/raced``: takes ``reader`` (as ``draining``) if
   /// work still waits and no sender holds it. `false`: nothing waits, or the sender holding
   /// ``reader`` runs it as it leaves.
   @inlinable
@@ -342,7 +359,8 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     _ work: HandedOver, inOrder: Bool, _ guarded: inout Guarded, by thread: UInt
   ) -> Claim {
     let holder = reader.load(ordering: .sequentiallyConsistent)
-    if holder == 0 ? !inOrder || guarded.handedOverHead == guarded.handedOver.count
+    if holder == 0
+      ? !inOrder || guarded.handedOverHead == guarded.handedOver.count
       : isThisThreads(holder, thread)
     {
       return .nested

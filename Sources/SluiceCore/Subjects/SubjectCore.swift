@@ -117,32 +117,47 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   @inlinable
   func send(_ value: Output, storingAfterCompletion: Bool = false) {
     let thread = currentThreadIdentity()
-    var claim = SharedSubscriberList<Output, Failure>.Claim.busy
     if !replaysCurrentValue {
-      claim = subscribers.claim(by: thread)
-      if claim == .stale {
-        leave(thread: thread)
-        claim = .busy
-      }
-    }
-    if claim == .busy || claim == .nested {
-      // (The nested list stays in this branch: a `SlotArray` variable on the fast path would
-      // cost a release of its empty storage per send.)
-      let (locked, nested) = claimOrHandOff(value, by: thread, storing: storingAfterCompletion)
-      if locked == .nested {
-        nested.forEach { $0.receiveFromSubject(value) }
+      // (Pattern matching, not `==`: the derived `==` of `Claim` is a call.)
+      switch subscribers.claim(by: thread) {
+      case .nobody:
         return
+      case .claimed(let address):
+        subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(value) }
+        leave(thread: thread)
+        return
+      case .claimedBehind(let address):
+        runHandedOver()
+        subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(value) }
+        leave(thread: thread)
+        return
+      case .stale:
+        leave(thread: thread)
+      case .busy, .nested, .draining:
+        break
       }
-      claim = locked
     }
+    sendLocked(value, by: thread, storing: storingAfterCompletion)
+  }
+
+  /// `send` through the lock: another thread's sender holds the list (the value is handed
+  /// over), this thread's does (a nested send), or the subject has a current value to store.
+  @inlinable
+  func sendLocked(_ value: Output, by thread: UInt, storing storingAfterCompletion: Bool) {
+    // (The nested list stays here: a `SlotArray` variable on the fast path would cost a
+    // release of its empty storage per send.)
+    let (claim, nested) = claimOrHandOff(value, by: thread, storing: storingAfterCompletion)
     switch claim {
-    case .nobody, .busy, .nested, .stale:
-      return  // nobody to send to, handed over, or sent nested above
+    case .nobody, .busy, .stale, .claimedBehind:
+      return  // nobody to send to, or handed over
+    case .nested:
+      nested.forEach { $0.receiveFromSubject(value) }
     case .claimed(let address):
       subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(value) }
       leave(thread: thread)
     case .draining:
-      runHandedOver(thread: thread)
+      runHandedOver()
+      leave(thread: thread)
     }
   }
 
@@ -166,42 +181,43 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     }
   }
 
-  /// Gives back the list this thread reads, then runs what other threads handed over meanwhile
-  /// (if no other sender has taken the list since).
+  /// Gives back the list this thread reads, after running what other threads handed over
+  /// meanwhile (and, if more comes as it leaves and no other sender has taken the list since,
+  /// that too).
   @inlinable @inline(__always)
   func leave(thread: UInt) {
-    if !subscribers.leave() { drainHandedOver(thread: thread) }
-  }
-
-  /// After ``leave(thread:)`` found work handed over: takes the list back to run it, unless
-  /// another sender holds it (it runs the work as it leaves).
-  @usableFromInline
-  func drainHandedOver(thread: UInt) {
-    guard state.withLock({ subscribers.claimToDrain(&$0.subscribers, by: thread) }) else {
-      return
-    }
-    runHandedOver(thread: thread)
-  }
-
-  /// Runs what other threads handed to this sender (it holds the list as
-  /// ``SharedSubscriberList/draining``), oldest first, until nothing more comes; then leaves.
-  @usableFromInline
-  func runHandedOver(thread: UInt) {
-    repeat {
-      while let work = state.withLock({ subscribers.nextHandedOver(&$0.subscribers) }) {
-        switch work {
-        case .value(let value, let conduits):
-          withExtendedLifetime(conduits) {
-            subscribers.forEach(inStorageAt: conduits.storageAddress) { $0.receiveInPlace(value) }
-          }
-        case .completion(let completion, let conduits):
-          conduits.forEach { $0.receiveFromSubject(completion: completion) }
-        case .release(let conduit):
-          conduit.releaseAfterSenders()
+    while true {
+      switch subscribers.leave() {
+      case .left:
+        return
+      case .kept:
+        runHandedOver()
+      case .raced:
+        guard state.withLock({ subscribers.claimToDrain(&$0.subscribers, by: thread) }) else {
+          return  // another sender holds the list: it runs the work as it leaves
         }
+        runHandedOver()
       }
-    } while !subscribers.leave()
-      && state.withLock({ subscribers.claimToDrain(&$0.subscribers, by: thread) })
+    }
+  }
+
+  /// Runs what other threads handed to this sender (it holds the list), oldest first, until
+  /// the queue is empty. (Inlinable so that it is specialised: generic, it looked up the
+  /// metadata of `HandedOver` per item.)
+  @inlinable
+  func runHandedOver() {
+    while let work = state.withLock({ subscribers.nextHandedOver(&$0.subscribers) }) {
+      switch work {
+      case .value(let value, let conduits):
+        withExtendedLifetime(conduits) {
+          subscribers.forEach(inStorageAt: conduits.storageAddress) { $0.receiveInPlace(value) }
+        }
+      case .completion(let completion, let conduits):
+        conduits.forEach { $0.receiveFromSubject(completion: completion) }
+      case .release(let conduit):
+        conduit.releaseAfterSenders()
+      }
+    }
   }
 
   @inlinable
@@ -223,7 +239,10 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     }
     garbage.dispose()
     conduits.forEach { $0.receiveFromSubject(completion: completion) }
-    if claim == .draining { runHandedOver(thread: thread) }
+    if claim == .draining {
+      runHandedOver()
+      leave(thread: thread)
+    }
   }
 
   @usableFromInline
@@ -278,7 +297,10 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       )
     }
     garbage.dispose()
-    if claim == .draining { runHandedOver(thread: thread) }
+    if claim == .draining {
+      runHandedOver()
+      leave(thread: thread)
+    }
     return claim != .nested
   }
 
