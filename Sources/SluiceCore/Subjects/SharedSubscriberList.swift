@@ -21,11 +21,12 @@ public import Synchronization
 ///
 /// **Handing over.** Work queued under the lock (values, with the list they were sent to; a
 /// completion; releases) is run by whoever holds ``reader`` next, before anything of its own:
-/// a sender leaving loads ``handOver`` after giving ``reader`` back and, if ``pending`` is set,
-/// takes ``reader`` again under the lock (as ``draining``) and runs the queue one item at a
-/// time, after unlocking each (``nextHandedOver(_:)`` clears ``pending`` once the queue is
-/// empty); a thread that queues work and then finds ``reader`` free takes it and runs the queue
-/// itself. So no thread ever waits for another's delivery, each thread's sends reach each
+/// a sender that finds ``pending`` set as it claims ``reader`` (``Claim/claimedBehind(_:)``) or
+/// as it leaves (``Leaving/kept``) keeps ``reader`` and runs the queue one item at a time,
+/// after unlocking each (``nextHandedOver(_:)`` clears ``pending`` once the queue is empty);
+/// one that finds it set only after giving ``reader`` back (``Leaving/raced``) takes ``reader``
+/// again under the lock (as ``draining``) if it is still free; a thread that queues work and
+/// then finds ``reader`` free takes it and runs the queue itself. So no thread ever waits for another's delivery, each thread's sends reach each
 /// subscriber in the order made, and nothing handed over is left behind.
 ///
 /// **Why one atomic per send.** Handing over is a Dekker pair: the sender stores ``reader``
