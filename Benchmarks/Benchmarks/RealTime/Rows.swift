@@ -3,6 +3,7 @@ import Dispatch
 import OpenCombine
 import OpenCombineDispatch
 import Sluice
+import Synchronization
 
 /// The rows that wait for threads, queues, timers or an actor's worker: receive(on:) a
 /// `DispatchQueue` and an `ActorScheduler`, debounce and throttle under a burst. Each iteration
@@ -170,13 +171,24 @@ func registerThrottleRows(burst: Int, queue: DispatchQueue, interval: Int) {
 }
 
 /// Runs `body`, then suspends until it calls `done` (from a dispatch queue), keeping what it
-/// returns (its cancellable) alive until then.
+/// returns (its cancellable) alive until then. Calls of `done` after the first are ignored:
+/// OpenCombine's `debounce` on a `DispatchQueue` arms a repeating timer and cancels it after it
+/// fires, so under load it was seen delivering the burst's last value twice (which resumed the
+/// continuation twice and crashed the run).
 func untilDone(_ body: (@escaping @Sendable () -> Void) -> Any) async {
   let kept = KeptAlive()
+  let finished = Finished()
   await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-    kept.value = body { continuation.resume() }
+    kept.value = body {
+      if !finished.flag.exchange(true, ordering: .acquiringAndReleasing) { continuation.resume() }
+    }
   }
   withExtendedLifetime(kept) {}
+}
+
+/// Whether a row's `done` was called.
+final class Finished: Sendable {
+  let flag = Atomic(false)
 }
 
 /// Holds a row's cancellable from inside a non-escaping closure until the row ends.
