@@ -26,8 +26,11 @@ public import Synchronization
 /// after unlocking each (``nextHandedOver(_:)`` clears ``pending`` once the queue is empty);
 /// one that finds it set only after giving ``reader`` back (``Leaving/raced``) takes ``reader``
 /// again under the lock (as ``draining``) if it is still free; a thread that queues work and
-/// then finds ``reader`` free takes it and runs the queue itself. So no thread ever waits for another's delivery, each thread's sends reach each
-/// subscriber in the order made, and nothing handed over is left behind.
+/// then finds ``reader`` free takes it and runs the queue itself. Work waits only while
+/// ``pending`` is set (set with each hand-off, cleared under the lock with the queue's last
+/// item), so giving ``reader`` back always runs the queue first. No thread ever waits for
+/// another's delivery, each thread's sends reach each subscriber in the order made, and nothing
+/// handed over is left behind.
 ///
 /// **Why one atomic per send.** Handing over is a Dekker pair: the sender stores ``reader``
 /// then loads ``handOver``; the handing thread sets ``pending`` then loads ``reader``. Each
@@ -271,9 +274,9 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     return handOver.load(ordering: .sequentiallyConsistent) & Self.pending == 0 ? .left : .raced
   }
 
-  /// Under the lock, after ``leave()`` returned ``Leaving/raced``: takes ``reader`` (as ``draining``) if
-  /// work still waits and no sender holds it. `false`: nothing waits, or the sender holding
-  /// ``reader`` runs it as it leaves.
+  /// Under the lock, after ``leave()`` returned ``Leaving/raced``: takes ``reader`` (as
+  /// ``draining``) if work still waits and no sender holds it. `false`: nothing waits, or the
+  /// sender holding ``reader`` runs it as it leaves.
   @inlinable
   func claimToDrain(_ guarded: inout Guarded, by thread: UInt) -> Bool {
     guard guarded.handedOverHead < guarded.handedOver.count,

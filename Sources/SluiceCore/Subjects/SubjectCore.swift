@@ -156,8 +156,7 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(value) }
       leave(thread: thread)
     case .draining:
-      runHandedOver()
-      leave(thread: thread)
+      leave(thread: thread)  // runs the queue first
     }
   }
 
@@ -181,9 +180,9 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     }
   }
 
-  /// Gives back the list this thread reads, after running what other threads handed over
-  /// meanwhile (and, if more comes as it leaves and no other sender has taken the list since,
-  /// that too).
+  /// Gives back the list this thread holds (as a sender or as
+  /// ``SharedSubscriberList/draining``), after running what other threads handed over (and, if
+  /// more comes as it leaves and no other sender has taken the list since, that too).
   @inlinable @inline(__always)
   func leave(thread: UInt) {
     while true {
@@ -196,7 +195,6 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
         guard state.withLock({ subscribers.claimToDrain(&$0.subscribers, by: thread) }) else {
           return  // another sender holds the list: it runs the work as it leaves
         }
-        runHandedOver()
       }
     }
   }
@@ -239,10 +237,7 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     }
     garbage.dispose()
     conduits.forEach { $0.receiveFromSubject(completion: completion) }
-    if claim == .draining {
-      runHandedOver()
-      leave(thread: thread)
-    }
+    if claim == .draining { leave(thread: thread) }  // runs the queue first
   }
 
   @usableFromInline
@@ -297,10 +292,7 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       )
     }
     garbage.dispose()
-    if claim == .draining {
-      runHandedOver()
-      leave(thread: thread)
-    }
+    if claim == .draining { leave(thread: thread) }  // runs the queue first
     return claim != .nested
   }
 

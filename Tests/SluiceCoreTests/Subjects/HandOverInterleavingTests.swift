@@ -34,6 +34,17 @@ struct HandOverInterleavingTests {
     return (subject, received, sink)
   }
 
+  /// Sender A takes the free list and delivers 0 in place, as a `send(0)` does before it
+  /// leaves; the address it holds, or `nil` (recorded as an issue) if it could not take it.
+  func senderATakesTheListAndDelivers0(_ core: SubjectCore<Int, Never>) -> UInt? {
+    guard case .claimed(let address) = core.subscribers.claim(by: senderA) else {
+      Issue.record("A could not take a free list")
+      return nil
+    }
+    core.subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(0) }
+    return address
+  }
+
   /// `sender` hands `value` over under the subject's lock, as a `send` that found the list
   /// taken does.
   func handOff(_ value: Int, on core: SubjectCore<Int, Never>, by sender: UInt) -> List.Claim {
@@ -57,13 +68,9 @@ struct HandOverInterleavingTests {
   func handOffFindsTheListFree() {
     let (subject, received, sink) = subjectWithSink()
     let core = subject.core
-    guard case .claimed(let address) = core.subscribers.claim(by: senderA) else {
-      Issue.record("A could not take a free list")
-      return
-    }
+    guard senderATakesTheListAndDelivers0(core) != nil else { return }
     #expect(handOff(1, on: core, by: senderB) == .busy)  // queued for A, pending set
-    // A delivers its own value and, in the window before it loads the flag, …
-    core.subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(0) }
+    // In the window between A's give-back and its load of the flag, …
     giveBackOnly(core)
     // … B hands off again: the list is free now, so B takes it to run the queue itself.
     #expect(handOff(2, on: core, by: senderB) == .draining)
@@ -85,11 +92,7 @@ struct HandOverInterleavingTests {
   func leavingSenderRaced() {
     let (subject, received, sink) = subjectWithSink()
     let core = subject.core
-    guard case .claimed(let address) = core.subscribers.claim(by: senderA) else {
-      Issue.record("A could not take a free list")
-      return
-    }
-    core.subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(0) }
+    guard senderATakesTheListAndDelivers0(core) != nil else { return }
     // B's hand-off lands after A loaded the flag (clear) and before A's give-back: B finds A
     // still holding the list and leaves the work to it.
     #expect(handOff(1, on: core, by: senderB) == .busy)
@@ -108,11 +111,7 @@ struct HandOverInterleavingTests {
   func claimBehindHandedOverWork() {
     let (subject, received, sink) = subjectWithSink()
     let core = subject.core
-    guard case .claimed(let address) = core.subscribers.claim(by: senderA) else {
-      Issue.record("A could not take a free list")
-      return
-    }
-    core.subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(0) }
+    guard senderATakesTheListAndDelivers0(core) != nil else { return }
     #expect(handOff(1, on: core, by: senderB) == .busy)
     giveBackOnly(core)  // A is between its give-back and its load of the flag
     // C claims the free list and finds work waiting: it runs it first, then its own value.
@@ -137,11 +136,7 @@ struct HandOverInterleavingTests {
   func leavingSenderKeepsTheList() {
     let (subject, received, sink) = subjectWithSink()
     let core = subject.core
-    guard case .claimed(let address) = core.subscribers.claim(by: senderA) else {
-      Issue.record("A could not take a free list")
-      return
-    }
-    core.subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(0) }
+    guard let address = senderATakesTheListAndDelivers0(core) else { return }
     #expect(handOff(1, on: core, by: senderB) == .busy)
     #expect(handOff(2, on: core, by: senderC) == .busy)
     #expect(core.subscribers.leave() == .kept)
