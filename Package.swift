@@ -24,11 +24,7 @@ let package = Package(
     .executable(name: "sluice-tour", targets: ["SluiceTour"]),
   ],
   targets: [
-    // Two fences Swift's Synchronization module lacks (a compiler-only barrier, and Linux's
-    // process-wide `membarrier`): they let a subject's send give its reader slot back without
-    // an atomic read-modify-write (see SharedSubscriberList).
-    .target(name: "CSluiceFences"),
-    .target(name: "SluiceCore", dependencies: ["CSluiceFences"], swiftSettings: strict),
+    .target(name: "SluiceCore", swiftSettings: strict),
     .target(name: "SluiceAsync", dependencies: ["SluiceCore"], swiftSettings: strict),
     .target(name: "SluiceTesting", dependencies: ["SluiceCore"], swiftSettings: strict),
     .target(name: "SluiceNetworking", dependencies: ["SluiceCore"], swiftSettings: strict),

@@ -6,7 +6,16 @@
 /// delivered; a value that arrives without downstream demand waits in a buffer (at most one per
 /// inner), oldest first, until the downstream requests. With an outer publisher, `maxPublishers`
 /// inners are requested from it, and one more each time an inner finishes.
-/// **Ordering**: one thread delivers at a time; values from one inner keep their order.
+/// **Ordering**: one thread delivers at a time (the turn); values from one inner keep their
+/// order, and values are delivered in the order they arrived.
+/// **Bounded calls**: a value that arrives from another thread while a turn is in progress is
+/// buffered for it, at most ``TurnWaiter/grantsPerTurn`` per turn; past that the inner's thread
+/// waits (``TurnWaiter``) until the turn reaches its value and then delivers it itself (or,
+/// should the deliverer stop for lack of demand first, returns with its value buffered). So a
+/// call (an inner's value, a `request`) returns after its own delivery plus at most one turn's
+/// grants, however fast other inners send, and the buffer holds at most the grants plus one
+/// value per waiting thread (plus one per inner while demand is limited). A value from inside a
+/// delivery (the same thread) is buffered without waiting.
 /// **Completion**: finishes when the outer publisher (if any) and every inner have finished and
 /// the buffer is drained; the first failure cancels everything else and fails at once.
 ///
@@ -14,8 +23,8 @@
 /// | event | live, idle | live, delivering | terminal |
 /// |---|---|---|---|
 /// | inner subscribes | keep it; request `.max(1)` (unlimited demand: `.unlimited`) | same | cancel it |
-/// | inner value | buffer it; demand > 0: become the deliverer, drain | buffer it (the deliverer drains it) | drop |
-/// | drain | while demand > 0: deliver the oldest buffered value, demand −1 +returned; ask its inner for one more | — | stop |
+/// | inner value | buffer it; demand > 0: become the deliverer, drain | buffer it (the deliverer drains it); no grants left and another thread's turn: wait for the turn | drop |
+/// | drain | while demand > 0: deliver the oldest buffered value, demand −1 +returned; ask its inner for one more; a waiter's value next: hand it the turn, return | — | stop; dismiss waiters |
 /// | inner / outer finished | forget it; all done and buffer empty: finish; else ask outer for one more | same (the deliverer finishes) | drop |
 /// | a failure | terminal; cancel the rest; fail | terminal; cancel the rest; the deliverer fails after its value | drop |
 /// | `request(n)` | demand +n; drain (unlimited: ask every inner for `.unlimited`) | demand +n | ignore |
@@ -36,6 +45,21 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     var terminal = false
     @usableFromInline
     var delivering = false
+    /// The thread whose turn it is, while `delivering`.
+    @usableFromInline
+    var deliverer: UInt = 0
+    /// How many more values other threads may buffer for this turn without waiting.
+    @usableFromInline
+    var grants = 0
+    /// Threads waiting for the turn, each with the position of its value in `buffer` (counted
+    /// in values ever appended), oldest first.
+    @usableFromInline
+    var waiters: [(position: Int, waiter: TurnWaiter)] = []
+    /// How many values were ever appended to and taken from `buffer`.
+    @usableFromInline
+    var appended = 0
+    @usableFromInline
+    var taken = 0
     /// A failure that came while another thread was delivering: that thread sends it when its
     /// delivery returns (signals stay serial).
     @usableFromInline
@@ -79,6 +103,28 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
       return innersInOrder + [outer].compactMap { $0 }
     }
 
+    /// This thread's turn begins.
+    @inlinable
+    mutating func beginTurn(_ thread: UInt) {
+      delivering = true
+      deliverer = thread
+      grants = TurnWaiter.grantsPerTurn
+    }
+
+    /// The oldest buffered value, or — its waiter's value next — the turn handed to that
+    /// waiter.
+    @inlinable
+    mutating func next() -> Step {
+      if let first = waiters.first, first.position == taken {
+        waiters.removeFirst()
+        beginTurn(first.waiter.thread)
+        return .passed(first.waiter)
+      }
+      guard let (index, value) = buffer.popFirst() else { return .stop }
+      taken += 1
+      return .deliver(index, value)
+    }
+
     /// Whether the merge has finished normally (the caller sends `.finished`).
     @inlinable
     mutating func finishedIfDone() -> Downstream? {
@@ -89,6 +135,21 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
       defer { downstream = nil }
       return downstream
     }
+  }
+
+  /// What the turn's holder does next.
+  @usableFromInline
+  enum Step {
+    case deliver(Int, Output)
+    case passed(TurnWaiter)
+    case stop
+  }
+
+  /// What an inner's value does on arrival.
+  @usableFromInline
+  enum Arrival {
+    case dropped, buffered, drain
+    case wait(TurnWaiter)
   }
 
   @usableFromInline
@@ -187,14 +248,36 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
 
   @inlinable
   func receiveInner(_ value: Output, index: Int) -> Subscribers.Demand {
-    let drains = state.withLock { state -> Bool in
-      guard !state.terminal else { return false }
+    let thread = currentThreadIdentity()
+    let arrival = state.withLock { state -> Arrival in
+      guard !state.terminal else { return .dropped }
+      let position = state.appended
       state.buffer.append((index, value))
-      guard !state.delivering, state.demand > 0 else { return false }
-      state.delivering = true
-      return true
+      state.appended += 1
+      if state.delivering {
+        // This thread's own turn (a value from inside a delivery), or grants left: buffered.
+        if state.deliverer == thread { return .buffered }
+        if state.grants > 0 {
+          state.grants -= 1
+          return .buffered
+        }
+        let waiter = TurnWaiter(thread: thread)
+        state.waiters.append((position, waiter))
+        return .wait(waiter)
+      }
+      guard state.demand > 0 else { return .buffered }
+      state.beginTurn(thread)
+      return .drain
     }
-    guard drains else { return .none }
+    switch arrival {
+    case .dropped, .buffered:
+      return .none
+    case .wait(let waiter):
+      // Dismissed: the deliverer stopped for lack of demand; the value stays buffered.
+      guard waiter.wait() else { return .none }
+    case .drain:
+      break
+    }
     // When this call delivers its own value, its "one more" is returned, not requested (and
     // nothing is, once every inner has been asked for `.unlimited`).
     let deliveredOwn = drain(returningFor: index)
@@ -224,13 +307,14 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: name)
+    let thread = currentThreadIdentity()
     let (drains, everyInner) = state.withLock { state -> (Bool, [any Subscription]) in
       guard !state.terminal else { return (false, []) }
       let wasUnlimited = state.demand == .unlimited
       state.demand += demand
       let everyInner = !wasUnlimited && state.demand == .unlimited ? state.innersInOrder : []
       guard !state.delivering, !state.buffer.isEmpty else { return (false, everyInner) }
-      state.delivering = true
+      state.beginTurn(thread)
       return (true, everyInner)
     }
     // As Combine: what waits is delivered first, then every inner may send all it has.
@@ -255,9 +339,10 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
 
   // MARK: Delivery
 
-  /// Delivers buffered values while there is demand; only the thread that set `delivering`.
-  /// The first value from inner `own` is this call's caller's: its "one more" is returned by
-  /// the caller instead of requested here. Returns whether that value was delivered.
+  /// Delivers buffered values while there is demand; only the thread whose turn it is. The
+  /// first value from inner `own` is this call's caller's: its "one more" is returned by the
+  /// caller instead of requested here. Returns whether that value was delivered. Stops early,
+  /// handing over the turn, when a waiting thread's value comes next.
   @discardableResult
   @inlinable
   func drain(returningFor own: Int?) -> Bool {
@@ -265,20 +350,35 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     var deliveredOwn = false
     var owedFailure: (Subscribers.Completion<Failure>, Downstream)?
     while true {
-      let next = state.withLock { state -> (Output, Int, Downstream)? in
-        guard !state.terminal, let downstream = state.downstream, state.demand > 0,
-          let (index, value) = state.buffer.popFirst()
-        else {
-          state.delivering = false
-          if let failure = state.pendingFailure.take(), let downstream = state.downstream.take() {
-            owedFailure = (failure, downstream)
+      var dismissed: [(position: Int, waiter: TurnWaiter)] = []
+      let next = state.withLock { state -> (Output, Int, Downstream)?? in
+        if !state.terminal, let downstream = state.downstream, state.demand > 0 {
+          switch state.next() {
+          case .deliver(let index, let value):
+            if state.demand != .unlimited { state.demand -= 1 }
+            return (value, index, downstream)
+          case .passed(let waiter):
+            dismissed = [(0, waiter)]
+            return .some(nil)
+          case .stop:
+            break
           }
-          return nil
         }
-        if state.demand != .unlimited { state.demand -= 1 }
-        return (value, index, downstream)
+        state.delivering = false
+        swap(&dismissed, &state.waiters)
+        if let failure = state.pendingFailure.take(), let downstream = state.downstream.take() {
+          owedFailure = (failure, downstream)
+        }
+        return nil
       }
-      guard let (value, index, downstream) = next else { break }
+      guard let next else {
+        for (_, waiter) in dismissed { waiter.dismiss() }
+        break
+      }
+      guard let (value, index, downstream) = next else {
+        dismissed[0].waiter.grant()  // its turn: it delivers its value and what follows
+        return deliveredOwn
+      }
       let more = downstream.receive(value)
       let (askInner, everyInner) = state.withLock {
         state -> ((any Subscription)?, [any Subscription]) in

@@ -8,11 +8,18 @@ extension RunLoop: Scheduler {
 
   public var now: SchedulerTimeType { SchedulerTimeType(Date()) }
 
-  /// Runs `action` on this run loop's thread the next time the run loop runs.
+  /// Runs `action` on this run loop's thread the next time the run loop runs, after the
+  /// actions scheduled before it. Scheduled from another thread, it wakes the run loop if it
+  /// sleeps (as Combine's does): `perform` only queues the block, so on Linux a run loop
+  /// waiting for its next timer or source would otherwise leave it there until then.
   public func schedule(options: SchedulerOptions?, _ action: @escaping () -> Void) {
     // Safety: the block runs exactly once, on this run loop's thread.
     let action = UncheckedSendable(action)
     perform { action.value() }
+    guard RunLoop.current !== self else { return }  // this thread runs it: awake
+    // Waking the loop takes a source it watches: a timer due now (it runs the queued blocks,
+    // this one included, on the same pass). The run loop's own wake-up call is not public here.
+    add(Timer(fire: Date(), interval: 0, repeats: false) { _ in }, forMode: .default)
   }
 
   /// Runs `action` on this run loop's thread at `date` (default mode).

@@ -1,48 +1,57 @@
 public import Synchronization
 
 /// A subject's ``SubscriberList``, changed under the subject's lock and read by one sender at a
-/// time without the lock and without retaining anything. A `send` costs one atomic
-/// read-modify-write here (taking ``reader``), however many subscribers there are, until
-/// another thread first hands work to a sender of this subject; from then on two (giving
-/// ``reader`` back becomes a sequentially consistent store). Because only that sender delivers
-/// without a lock, the conduits it delivers to need none of their own (see ``Conduit``).
+/// time without the lock and without retaining anything: a `send` takes ``reader`` with one
+/// compare-and-swap and gives it back with a sequentially consistent store, however many
+/// subscribers there are. Because only that sender delivers without a lock, the conduits it
+/// delivers to need none of their own (see ``Conduit``).
 ///
 /// **Reading.** ``current`` is the address of the list's slot storage (``SlotArray``). A
 /// sender takes ``reader`` by writing that address into it (compare-and-swap from 0), checks
 /// that it is still current and that nothing handed over waits, notes its thread in
 /// ``readerThread``, calls each subscription in place (noting which in ``position``) and gives
-/// ``reader`` back (``leave()``). ``claim(by:)`` tells the sender what it found:
+/// ``reader`` back (``leave()``). The holder of ``reader`` has *the turn*: it alone delivers.
 ///
-/// | ``reader`` | the sender |
+/// **Handing over, bounded.** A send that finds another thread's turn in progress, and a
+/// completion or a cancel's release that must not overlap it, are queued under the lock with
+/// the list as it is then (``Guarded/handedOver``), and ``pending`` is set; the holder runs the
+/// queue, oldest first, before it gives ``reader`` back. Two rules bound that work:
+/// - one turn accepts at most ``TurnWaiter/grantsPerTurn`` values from other threads without
+///   waiting (``Guarded/grants``, reset when a turn begins). Past that, the sending thread
+///   queues a ``TurnWaiter`` in the value's place and blocks until its turn;
+/// - the holder stops at the first waiter in the queue and hands it the turn (``Next/passed``):
+///   the waiter delivers its own value and runs what follows it.
+///
+/// So a `send` (or a `cancel()`, or a completion, that finds the turn free and takes it to run
+/// the queue) returns after its own delivery plus at most `grantsPerTurn` values queued by
+/// others (and what its own subscribers send from inside their deliveries, and releases): a
+/// thread that never stops sending can no longer keep another thread's call delivering its
+/// values, and the queue holds at most `grantsPerTurn` values plus one waiter per blocked
+/// thread. A racing sender waits at most for the turn in progress to reach its place.
+///
+/// **Order.** The queue is the order in which sends were serialised (under the lock, or by
+/// taking ``reader``): every subscriber receives the values in that one order, each thread's in
+/// the order it sent them. A send from inside a delivery (this thread holds the turn) is queued
+/// too, so it reaches every subscriber after the value being delivered, never nested — and a
+/// `CurrentValueSubject` whose subscriber sets `value` from inside `receive` ends with every
+/// subscriber having received that value last. A completion from inside a delivery is queued
+/// the same way.
+///
+/// | ``claim(by:)`` finds ``reader`` | the sender |
 /// |---|---|
-/// | 0 | takes it and reads in place |
-/// | taken by this thread (a send from inside one of its deliveries) | *nested*: copies the list under the lock and offers the value through the conduits' locks |
-/// | taken by another thread | under the lock, hands the value over (``claimOrHandOff(by:_:_:)``): queues it with the list as it is now and sets ``pending`` in ``handOver`` |
+/// | 0, nothing pending | takes it and reads in place (``Claim/claimed(_:)``) |
+/// | 0, work pending | takes it; queues its value behind the work and runs the queue (``Claim/claimedBehind(_:)``) |
+/// | taken by this thread | queues its value for this turn (``Claim/queued``) |
+/// | taken by another thread | under the lock: queues its value (``Claim/busy``) or, with no grants left, a waiter (``Claim/wait(_:)``) |
 ///
-/// **Handing over.** Work queued under the lock (values, with the list they were sent to; a
-/// completion; releases) is run by whoever holds ``reader`` next, before anything of its own:
-/// a sender that finds ``pending`` set as it claims ``reader`` (``Claim/claimedBehind(_:)``) or
-/// as it leaves (``Leaving/kept``) keeps ``reader`` and runs the queue one item at a time,
-/// after unlocking each (``nextHandedOver(_:)`` clears ``pending`` once the queue is empty);
-/// one that finds it set only after giving ``reader`` back (``Leaving/raced``) takes ``reader``
-/// again under the lock (as ``draining``) if it is still free; a thread that queues work and
-/// then finds ``reader`` free takes it and runs the queue itself. Work waits only while
-/// ``pending`` is set (set with each hand-off, cleared under the lock with the queue's last
-/// item), so giving ``reader`` back always runs the queue first. No thread ever waits for
-/// another's delivery, each thread's sends reach each subscriber in the order made, and nothing
-/// handed over is left behind.
-///
-/// **Why one atomic per send.** Handing over is a Dekker pair: the sender stores ``reader``
-/// then loads ``handOver``; the handing thread sets ``pending`` then loads ``reader``. Each
-/// side needs a full fence between its store and its load, or both may miss the other. Until
-/// the first hand-over, the sender's side is only a ``compilerBarrier()`` (a plain store), and
-/// the handing thread, the first time, sets ``fenced`` with ``pending`` and runs
-/// ``processBarrier()`` — every other thread executes a full fence — before it loads
-/// ``reader``. After that, senders give ``reader`` back with a sequentially consistent store
-/// (``fenced``), and handing threads need no process barrier. (Where ``processBarrier()`` is
-/// not available, subjects start ``fenced``.) A sender that decided on the plain store before
-/// the switch is the one holding ``reader`` during the process barrier: its store is visible to
-/// the handing thread after it, or its load of ``handOver`` comes after it and sees ``pending``.
+/// **Why it is safe to leave without a lock.** Handing over is a Dekker pair: the holder stores
+/// 0 to ``reader`` then loads ``handOver``; the handing thread sets ``pending`` then loads
+/// ``reader`` (all sequentially consistent), so at least one sees the other. A holder that
+/// sees ``pending`` before giving ``reader`` back keeps it and runs the queue (``Leaving/kept``);
+/// one that sees it only after (``Leaving/raced``) takes ``reader`` again under the lock (as
+/// ``draining``) if it is still free; a thread that queues work and then finds ``reader`` free
+/// takes it and runs the queue itself. Work waits only while ``pending`` is set (set with each
+/// hand-off, cleared under the lock when the queue is empty), so nothing is left behind.
 ///
 /// **Writing** (attach, detach, completion; under the subject's lock, through
 /// ``update(_:_:)``): if no sender reads, the writer takes ``reader`` itself (``writing``, so
@@ -60,7 +69,8 @@ public import Synchronization
 /// reading); it is freed by the next write that finds no sender, or with the subject. It holds
 /// subscriptions detached meanwhile; their conduits no longer hold their subscribers (cancelled
 /// and completed conduits release them, or hand it over as above), so nothing the user made is
-/// kept.
+/// kept. Queued values and waiters hold the list they were sent to as a ``SlotArray`` (a
+/// reference to its storage), so it stays alive until they are delivered.
 ///
 /// **Why reading in place is safe.** Sender: compare-and-swap of ``reader``, then load of
 /// ``current`` (and of each conduit's fast-path word); writer that finds a sender: exchange of
@@ -70,7 +80,8 @@ public import Synchronization
 /// address (or the cancelled conduit's word) and falls back. A storage is changed in place only
 /// while the writer holds ``reader``. ``readerThread`` and ``position`` are read by other
 /// threads only to learn that they are not the sender: a thread sees its own last writes to
-/// them, and no other thread writes its identity.
+/// them, and no other thread writes its identity (a turn handed to a waiter is written by the
+/// granting thread before ``TurnWaiter/grant()``, which orders it before the waiter runs).
 @usableFromInline
 struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Sendable {
   // Safety: the list is in ``Guarded``, inside the subject's lock; what senders read without
@@ -85,15 +96,20 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     @usableFromInline var list = List()
     /// Storages a sender may still be reading.
     @usableFromInline var retired: [Storage] = []
-    /// What other threads handed to the sender holding ``reader``, oldest first, from
-    /// ``handedOverHead`` on (taken one at a time; the buffer keeps its capacity).
+    /// What other threads (and this turn's own deliveries) left to the holder of ``reader``,
+    /// oldest first, from ``handedOverHead`` on (taken one at a time; the buffer keeps its
+    /// capacity).
     @usableFromInline var handedOver: [HandedOver] = []
     @usableFromInline var handedOverHead = 0
+    /// How many more values other threads may hand to this turn without waiting.
+    @usableFromInline var grants = TurnWaiter.grantsPerTurn
 
     @inlinable init() {}
+
+    @inlinable var isIdle: Bool { handedOverHead == handedOver.count }
   }
 
-  /// Work another thread left to the sender holding ``reader``.
+  /// Work left to the holder of ``reader``.
   @usableFromInline
   enum HandedOver {
     /// A value, for the subscribers attached when it was sent.
@@ -103,6 +119,19 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     /// A conduit cancelled while the sender may have been delivering to it: it releases its
     /// subscriber now (``AnyConduit/releaseAfterSenders()``).
     case release(Entry)
+    /// A thread that waits for the turn, to deliver its value (which it keeps) itself.
+    case waiter(TurnWaiter)
+  }
+
+  /// What the holder of ``reader`` does next (``nextHandedOver(_:)``).
+  @usableFromInline
+  enum Next {
+    /// Run this work, then ask again.
+    case run(HandedOver)
+    /// The turn is this waiter's now: grant it (after unlocking) and return at once.
+    case passed(TurnWaiter)
+    /// Nothing waits: ``leave()``.
+    case done
   }
 
   /// What a change of the list leaves to drop after unlocking (storages may hold the last
@@ -125,20 +154,24 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     case nobody
     /// ``reader`` is this sender's: read the storage at this address, then ``leave()``.
     case claimed(UInt)
-    /// ``reader`` is this sender's, but handed-over work waits: run it
-    /// (``nextHandedOver(_:)``), then read the storage at this address and ``leave()``.
+    /// ``reader`` is this sender's, but handed-over work waits: queue the value behind it
+    /// (``queueBehind(_:_:)``), then ``leave()``, which runs the queue.
     case claimedBehind(UInt)
     /// ``reader`` is this sender's, but the list changed meanwhile: read nothing, ``leave()``
     /// and try again under the lock.
     case stale
-    /// This thread is the sender already (a send from inside a delivery), or — handing over a
-    /// completion or a release — nobody else is: do it now, through the conduits' locks.
+    /// The work is for the caller to do now: nobody else holds the turn (a completion, a
+    /// release), or — a release — this thread holds it.
     case nested
-    /// Another thread's sender holds ``reader``, and has what was handed over.
+    /// The work is queued for the turn in progress (another thread's, or this thread's own:
+    /// a send from inside a delivery).
     case busy
-    /// ``reader`` is this thread's (as ``draining``) and the work, queued behind what waited,
-    /// is for it to run (``nextHandedOver(_:)``), then ``leave()``.
+    /// The work is queued, and ``reader`` is this thread's (as ``draining``): run the queue
+    /// (``leave()`` does).
     case draining
+    /// No grants were left: this thread waits for its turn (``TurnWaiter/wait()``), then
+    /// delivers its value itself and ``leave()``s.
+    case wait(TurnWaiter)
   }
 
   /// The address of the list's slot storage; 0 while it has none.
@@ -149,23 +182,18 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   @usableFromInline let readerThread = Atomic<UInt>(0)
   /// The conduit that sender is delivering to (its address), 0 between conduits.
   @usableFromInline let position = Atomic<UInt>(0)
-  /// ``fenced`` (once another thread has handed work over, or if ``processBarrier()`` is not
-  /// available) and ``pending`` (while ``Guarded/handedOver`` holds work).
-  @usableFromInline let handOver: Atomic<UInt>
+  /// ``pending`` while ``Guarded/handedOver`` holds work.
+  @usableFromInline let handOver = Atomic<UInt>(0)
 
   /// ``reader`` while a writer changes the list in place.
   @inlinable static var writing: UInt { 1 }
   /// ``reader`` while a sender runs handed-over work (storage addresses are aligned, so no
   /// storage is at 1 or 2).
   @inlinable static var draining: UInt { 2 }
-  /// In ``handOver``: senders give ``reader`` back with a sequentially consistent store.
-  @inlinable static var fenced: UInt { 1 }
   /// In ``handOver``: work waits in ``Guarded/handedOver``.
   @inlinable static var pending: UInt { 2 }
 
-  @inlinable init() {
-    handOver = Atomic(processBarrierIsAvailable ? 0 : Self.fenced)
-  }
+  @inlinable init() {}
 
   // MARK: Sending
 
@@ -175,9 +203,11 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   func claim(by thread: UInt) -> Claim {
     let address = current.load(ordering: .acquiring)
     guard address != 0 else { return .nobody }
-    let (exchanged, holder) = reader.compareExchange(
-      expected: 0, desired: address, ordering: .sequentiallyConsistent)
-    guard exchanged else { return isThisThreads(holder, thread) ? .nested : .busy }
+    let exchanged = reader.compareExchange(
+      expected: 0, desired: address, ordering: .sequentiallyConsistent
+    ).exchanged
+    // Taken: decided under the lock (this thread's own turn, or another's).
+    guard exchanged else { return .busy }
     readerThread.store(thread, ordering: .relaxed)
     // A writer changed the list between the load and the claim: its storage may be gone.
     guard current.load(ordering: .sequentiallyConsistent) == address else { return .stale }
@@ -189,9 +219,10 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   }
 
   /// Under the subject's lock (writers hold it, so the storage stays current): takes
-  /// ``reader`` if it is free and nothing handed over waits; else, unless this thread holds
-  /// it, queues `work()` (made with the list as it is now) for whoever holds it next
-  /// (``handOff(_:_:by:)``).
+  /// ``reader`` if it is free and nothing handed over waits (``Claim/claimed(_:)``); else
+  /// queues `work()` (made with the list as it is now) for the turn in progress — this
+  /// thread's own (a send from inside a delivery), or another thread's (``handOff(_:_:by:)``,
+  /// which may make this thread wait).
   @inlinable
   func claimOrHandOff(
     by thread: UInt, _ guarded: inout Guarded, _ work: (SlotArray<Entry>) -> HandedOver
@@ -199,34 +230,64 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     let address = current.load(ordering: .relaxed)
     guard address != 0 else { return .nobody }
     let holder = reader.load(ordering: .sequentiallyConsistent)
-    if holder == 0, guarded.handedOverHead == guarded.handedOver.count,
+    if holder == 0, guarded.isIdle,
       reader.compareExchange(expected: 0, desired: address, ordering: .sequentiallyConsistent)
         .exchanged
     {
       readerThread.store(thread, ordering: .relaxed)
       return .claimed(address)
     }
-    if holder != 0, isThisThreads(holder, thread) { return .nested }
-    return handOff(work(guarded.list.slots), &guarded, by: thread)
+    if holder != 0, isThisThreads(holder, thread) {
+      queueBehind(work(guarded.list.slots), &guarded)
+      return .busy
+    }
+    return handOff(work(guarded.list.slots), &guarded, by: thread, needsGrant: true)
   }
 
-  /// Under the lock: queues `work` for the sender holding ``reader``; if none does (any more),
-  /// takes ``reader`` to run the queue (``Claim/draining``). Otherwise ``Claim/busy``: that
-  /// sender sees ``pending`` as it leaves (see the type's documentation: the first hand-over
-  /// runs ``processBarrier()``).
+  /// Under the lock, by the holder of ``reader``: queues `work` for this turn (after what
+  /// waits), and sets ``pending`` so that ``leave()`` runs it.
   @inlinable
-  func handOff(_ work: HandedOver, _ guarded: inout Guarded, by thread: UInt) -> Claim {
+  func queueBehind(_ work: HandedOver, _ guarded: inout Guarded) {
     guarded.handedOver.append(work)
-    let before = handOver.bitwiseOr(Self.pending | Self.fenced, ordering: .sequentiallyConsistent)
-      .oldValue
-    if before & Self.fenced == 0 { processBarrier() }
+    handOver.store(Self.pending, ordering: .relaxed)
+  }
+
+  /// Under the lock: queues `work` for the holder of ``reader`` — a value (`needsGrant`) only
+  /// while this turn has grants left, else a ``TurnWaiter`` in its place (``Claim/wait(_:)``);
+  /// if nobody holds ``reader`` (any more), takes it to run the queue (``Claim/draining``).
+  /// Otherwise ``Claim/busy``: the holder sees ``pending`` as it leaves.
+  @inlinable
+  func handOff(_ work: HandedOver, _ guarded: inout Guarded, by thread: UInt, needsGrant: Bool)
+    -> Claim
+  {
+    let waiter: TurnWaiter?
+    if needsGrant, guarded.grants == 0 {
+      waiter = TurnWaiter(thread: thread)
+      guarded.handedOver.append(.waiter(waiter.unsafelyUnwrapped))
+    } else {
+      if needsGrant { guarded.grants -= 1 }
+      guarded.handedOver.append(work)
+      waiter = nil
+    }
+    _ = handOver.bitwiseOr(Self.pending, ordering: .sequentiallyConsistent)
     guard reader.load(ordering: .sequentiallyConsistent) == 0,
       reader.compareExchange(expected: 0, desired: Self.draining, ordering: .sequentiallyConsistent)
         .exchanged
-    else { return .busy }  // a sender took it after `pending` was set: it sees it
+    else {
+      // A sender holds it (or took it after `pending` was set): it sees the work.
+      if let waiter { return .wait(waiter) }
+      return .busy
+    }
     readerThread.store(thread, ordering: .relaxed)
+    beginTurn(&guarded)
+    // This thread runs the queue now: its value needs no waiter.
+    if waiter != nil { guarded.handedOver[guarded.handedOver.count - 1] = work }
     return .draining
   }
+
+  /// Under the lock: a turn begins (``reader`` taken to drain, or handed to a waiter).
+  @inlinable
+  func beginTurn(_ guarded: inout Guarded) { guarded.grants = TurnWaiter.grantsPerTurn }
 
   @inlinable
   func isThisThreads(_ holder: UInt, _ thread: UInt) -> Bool {
@@ -258,19 +319,13 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     case raced
   }
 
-  /// Gives back ``reader``, unless handed-over work waits. Until the first hand-over, a plain
-  /// store and no fence (see the type's documentation); then a sequentially consistent store.
+  /// Gives back ``reader``, unless handed-over work waits (a sequentially consistent store,
+  /// then a sequentially consistent load of ``handOver``: see the type's documentation).
   @inlinable @inline(__always)
   func leave() -> Leaving {
-    let mode = handOver.load(ordering: .relaxed)
-    if mode & Self.pending != 0 { return .kept }
+    if handOver.load(ordering: .relaxed) & Self.pending != 0 { return .kept }
     readerThread.store(0, ordering: .relaxed)
-    if mode & Self.fenced == 0 {
-      reader.store(0, ordering: .releasing)
-      compilerBarrier()
-    } else {
-      reader.store(0, ordering: .sequentiallyConsistent)
-    }
+    reader.store(0, ordering: .sequentiallyConsistent)
     return handOver.load(ordering: .sequentiallyConsistent) & Self.pending == 0 ? .left : .raced
   }
 
@@ -279,29 +334,37 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   /// sender holding ``reader`` runs it as it leaves.
   @inlinable
   func claimToDrain(_ guarded: inout Guarded, by thread: UInt) -> Bool {
-    guard guarded.handedOverHead < guarded.handedOver.count,
+    guard !guarded.isIdle,
       reader.compareExchange(expected: 0, desired: Self.draining, ordering: .sequentiallyConsistent)
         .exchanged
     else { return false }
     readerThread.store(thread, ordering: .relaxed)
+    beginTurn(&guarded)
     return true
   }
 
-  /// Under the lock, by the sender holding ``reader``: the oldest work handed over, or `nil`
-  /// when none is left (``pending`` is then cleared, and the sender leaves).
+  /// Under the lock, by the holder of ``reader``: the oldest work queued; the turn handed to
+  /// the oldest waiter if that comes first (``reader`` stays taken, as ``draining``, for it);
+  /// or ``Next/done`` when the queue is empty (``pending`` is then cleared, and the holder
+  /// leaves).
   @inlinable
-  func nextHandedOver(_ guarded: inout Guarded) -> HandedOver? {
-    guard guarded.handedOverHead < guarded.handedOver.count else {
-      handOver.store(Self.fenced, ordering: .relaxed)  // nothing waits now
-      return nil
+  func nextHandedOver(_ guarded: inout Guarded) -> Next {
+    guard !guarded.isIdle else {
+      handOver.store(0, ordering: .relaxed)  // nothing waits now
+      return .done
     }
     let work = guarded.handedOver[guarded.handedOverHead]
     guarded.handedOverHead += 1
-    if guarded.handedOverHead == guarded.handedOver.count {
+    if guarded.isIdle {
       guarded.handedOver.removeAll(keepingCapacity: true)
       guarded.handedOverHead = 0
     }
-    return work
+    guard case .waiter(let waiter) = work else { return .run(work) }
+    position.store(0, ordering: .relaxed)
+    reader.store(Self.draining, ordering: .relaxed)
+    readerThread.store(waiter.thread, ordering: .relaxed)
+    beginTurn(&guarded)
+    return .passed(waiter)
   }
 
   /// Whether this thread is the sender and is delivering to `conduit` now (so an event for
@@ -355,20 +418,23 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   }
 
   /// Under the lock, after an ``update(_:_:)``: hands `work` (a completion or a release) to
-  /// the sender of another thread that reads, or — `inOrder`: it goes after values handed over
-  /// before it — to whoever runs the work that waits. ``Claim/nested``: nobody else reads
-  /// (or this thread does); the caller does the work itself now.
+  /// the turn in progress, or — `inOrder`: it goes after work queued before it — to whoever
+  /// runs the work that waits. ``Claim/nested``: nobody else holds the turn and nothing must
+  /// go first (or, for a release, this thread holds it); the caller does the work itself now.
+  /// A completion from inside a delivery (this thread holds the turn) is queued behind the
+  /// value being delivered (``Claim/busy``).
   @inlinable
   func handOffToReader(
     _ work: HandedOver, inOrder: Bool, _ guarded: inout Guarded, by thread: UInt
   ) -> Claim {
     let holder = reader.load(ordering: .sequentiallyConsistent)
-    if holder == 0
-      ? !inOrder || guarded.handedOverHead == guarded.handedOver.count
-      : isThisThreads(holder, thread)
-    {
-      return .nested
+    if holder == 0 {
+      if !inOrder || guarded.isIdle { return .nested }
+    } else if isThisThreads(holder, thread) {
+      guard inOrder else { return .nested }
+      queueBehind(work, &guarded)
+      return .busy
     }
-    return handOff(work, &guarded, by: thread)
+    return handOff(work, &guarded, by: thread, needsGrant: false)
   }
 }

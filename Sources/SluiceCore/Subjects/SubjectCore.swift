@@ -5,12 +5,15 @@ import Synchronization
 /// the current value.
 ///
 /// **Ordering**: a `send` reaches every subscriber that is attached when it starts, in attachment
-/// order; each subscriber receives values serially (see ``Conduit``). A send (or completion)
-/// racing another thread's send is handed to that thread, which delivers it next, before its own
-/// `send` returns (see ``SharedSubscriberList``): nothing waits, every subscriber receives the
-/// values in one order, each thread's in the order sent, nothing demanded is lost and nothing
-/// duplicated. A send from inside a delivery reaches each subscriber after the value it is
-/// receiving. **Completion**: delivered once to each attached subscriber and replayed to later
+/// order; each subscriber receives values serially (see ``Conduit``). One thread at a time
+/// delivers (the turn, see ``SharedSubscriberList``): a send (or completion) racing another
+/// thread's turn is handed to it, up to ``TurnWaiter/grantsPerTurn`` values per turn, and past
+/// that waits for its own turn; a send from inside a delivery is queued behind the value being
+/// delivered. Every subscriber receives the values in one order, the order the sends were
+/// serialised in, each thread's in the order sent; nothing demanded is lost and nothing
+/// duplicated. **Bounded calls**: a `send`, `send(completion:)` or `cancel()` returns after its
+/// own work plus at most one turn's grants of values handed over by others.
+/// **Completion**: delivered once to each attached subscriber and replayed to later
 /// ones (after `Subscriptions.empty`); values after completion are ignored.
 /// **Cost**: attaching and detaching a subscriber take constant amortised time, however many
 /// there are (see ``SubscriberList``).
@@ -111,9 +114,10 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// value, also makes it the current value (after completion only when
   /// `storingAfterCompletion`: setting `CurrentValueSubject.value` stores, `send(_:)` does not).
   ///
-  /// One sender at a time reads the subscriber list in place, without the lock (see
-  /// ``SharedSubscriberList``); a sender of another thread hands its value to it, and a send
-  /// from inside a delivery copies the list under the lock. After completion the list is empty.
+  /// One sender at a time (the turn) reads the subscriber list in place, without the lock (see
+  /// ``SharedSubscriberList``); a send that finds another thread's turn in progress hands its
+  /// value to it (or, once that turn has taken its share, waits for its own turn), and a send
+  /// from inside a delivery is queued behind the value being delivered.
   @inlinable
   func send(_ value: Output, storingAfterCompletion: Bool = false) {
     let thread = currentThreadIdentity()
@@ -126,14 +130,16 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
         subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(value) }
         leave(thread: thread)
         return
-      case .claimedBehind(let address):
-        runHandedOver()
-        subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(value) }
+      case .claimedBehind:
+        // Work handed over before this send goes first: the value is queued behind it.
+        state.withLock {
+          subscribers.queueBehind(.value(value, $0.subscribers.list.slots), &$0.subscribers)
+        }
         leave(thread: thread)
         return
       case .stale:
         leave(thread: thread)
-      case .busy, .nested, .draining:
+      case .busy, .nested, .draining, .wait:
         break
       }
     }
@@ -141,29 +147,31 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   }
 
   /// `send` through the lock: another thread's sender holds the list (the value is handed
-  /// over), this thread's does (a nested send), or the subject has a current value to store.
+  /// over, or this thread waits for its turn), this thread's does (the value is queued), or the
+  /// subject has a current value to store.
   @inlinable
   func sendLocked(_ value: Output, by thread: UInt, storing storingAfterCompletion: Bool) {
-    // (The nested list stays here: a `SlotArray` variable on the fast path would cost a
-    // release of its empty storage per send.)
-    let (claim, nested) = claimOrHandOff(value, by: thread, storing: storingAfterCompletion)
+    let (claim, conduits) = claimOrHandOff(value, by: thread, storing: storingAfterCompletion)
     switch claim {
-    case .nobody, .busy, .stale, .claimedBehind:
-      return  // nobody to send to, or handed over
-    case .nested:
-      nested.forEach { $0.receiveFromSubject(value) }
+    case .nobody, .busy, .stale, .claimedBehind, .nested:
+      return  // nobody to send to, or queued
     case .claimed(let address):
       subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(value) }
       leave(thread: thread)
     case .draining:
-      leave(thread: thread)  // runs the queue first
+      leave(thread: thread)  // runs the queue, this value included
+    case .wait(let waiter):
+      waiter.wait()
+      // This thread's turn: the value goes to the subscribers attached when it was sent.
+      deliver(value, to: conduits)
+      leave(thread: thread)
     }
   }
 
-  /// Under the lock: ``SharedSubscriberList/claimOrHandOff(by:_:_:)``, and, if this thread is
-  /// the sender already (a send from inside a delivery), the subscribers to send to through
-  /// their conduits' locks. For a subject with a current value, the value is stored in the same
-  /// lock round, so that a subscriber attaching meanwhile receives it once, replayed or sent.
+  /// Under the lock: ``SharedSubscriberList/claimOrHandOff(by:_:_:)``, and, if this thread
+  /// must wait for its turn, the subscribers the value is for. For a subject with a current
+  /// value, the value is stored in the same lock round, so that a subscriber attaching
+  /// meanwhile receives it once, replayed or sent.
   @inlinable
   func claimOrHandOff(_ value: Output, by thread: UInt, storing storingAfterCompletion: Bool)
     -> (SharedSubscriberList<Output, Failure>.Claim, SlotArray<AnyConduit<Output, Failure>>)
@@ -176,13 +184,23 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       if replaysCurrentValue, state.completion == nil || storingAfterCompletion {
         state.currentValue = value
       }
-      return (claim, claim == .nested ? state.subscribers.list.slots : SlotArray())
+      guard case .wait = claim else { return (claim, SlotArray()) }
+      return (claim, state.subscribers.list.slots)
     }
   }
 
-  /// Gives back the list this thread holds (as a sender or as
-  /// ``SharedSubscriberList/draining``), after running what other threads handed over (and, if
-  /// more comes as it leaves and no other sender has taken the list since, that too).
+  /// Delivers `value` in place to `conduits` (a list kept alive by the array), by the holder
+  /// of the turn.
+  @inlinable
+  func deliver(_ value: Output, to conduits: SlotArray<AnyConduit<Output, Failure>>) {
+    withExtendedLifetime(conduits) {
+      subscribers.forEach(inStorageAt: conduits.storageAddress) { $0.receiveInPlace(value) }
+    }
+  }
+
+  /// Ends this thread's turn: runs what was queued for it (up to the first waiter, which gets
+  /// the turn), then gives back the list (and, if more comes as it leaves and no other sender
+  /// has taken the list since, runs that too).
   @inlinable @inline(__always)
   func leave(thread: UInt) {
     while true {
@@ -190,7 +208,7 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       case .left:
         return
       case .kept:
-        runHandedOver()
+        guard runHandedOver() else { return }
       case .raced:
         guard state.withLock({ subscribers.claimToDrain(&$0.subscribers, by: thread) }) else {
           return  // another sender holds the list: it runs the work as it leaves
@@ -199,21 +217,27 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     }
   }
 
-  /// Runs what other threads handed to this sender (it holds the list), oldest first, until
-  /// the queue is empty. (Inlinable so that it is specialised: generic, it looked up the
+  /// Runs what was queued for this turn, oldest first, until the queue is empty (`true`) or
+  /// a waiter comes first (`false`: the turn is handed to it, and this thread must not touch
+  /// the list any more). (Inlinable so that it is specialised: generic, it looked up the
   /// metadata of `HandedOver` per item.)
   @inlinable
-  func runHandedOver() {
-    while let work = state.withLock({ subscribers.nextHandedOver(&$0.subscribers) }) {
-      switch work {
-      case .value(let value, let conduits):
-        withExtendedLifetime(conduits) {
-          subscribers.forEach(inStorageAt: conduits.storageAddress) { $0.receiveInPlace(value) }
-        }
-      case .completion(let completion, let conduits):
+  func runHandedOver() -> Bool {
+    while true {
+      switch state.withLock({ subscribers.nextHandedOver(&$0.subscribers) }) {
+      case .done:
+        return true
+      case .passed(let waiter):
+        waiter.grant()
+        return false
+      case .run(.value(let value, let conduits)):
+        deliver(value, to: conduits)
+      case .run(.completion(let completion, let conduits)):
         conduits.forEach { $0.receiveFromSubject(completion: completion) }
-      case .release(let conduit):
+      case .run(.release(let conduit)):
         conduit.releaseAfterSenders()
+      case .run(.waiter):
+        Violation.internalInconsistency("a subject ran a waiting sender as handed-over work")
       }
     }
   }
@@ -229,8 +253,8 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       guard state.completion == nil else { return (SlotArray(), .init(), .busy) }
       state.completion = completion
       let (conduits, garbage) = subscribers.update(&state.subscribers) { $0.removeAll() }
-      // A sender of another thread reads, or values handed over wait: the completion is
-      // delivered after them.
+      // A sender reads (another thread's, or this thread's: a completion from inside a
+      // delivery), or values handed over wait: the completion is delivered after them.
       let claim = subscribers.handOffToReader(
         .completion(completion, conduits), inOrder: true, &state.subscribers, by: thread)
       return (claim == .nested ? conduits : SlotArray(), garbage, claim)

@@ -78,7 +78,7 @@ struct HandOverInterleavingTests {
     #expect(isPending(core))
     #expect(
       core.state.withLock { core.subscribers.claimToDrain(&$0.subscribers, by: senderA) } == false)
-    core.runHandedOver()
+    #expect(core.runHandedOver())
     #expect(core.subscribers.leave() == .left)
     #expect(received.all == [0, 1, 2])
     #expect(!isPending(core))
@@ -100,27 +100,31 @@ struct HandOverInterleavingTests {
     // A's load of the flag after its give-back: set. Under the lock it takes the list back.
     #expect(isPending(core))
     #expect(core.state.withLock { core.subscribers.claimToDrain(&$0.subscribers, by: senderA) })
-    core.runHandedOver()
+    #expect(core.runHandedOver())
     #expect(core.subscribers.leave() == .left)
     #expect(received.all == [0, 1])
     #expect(!isPending(core))
     withExtendedLifetime(sink) {}
   }
 
-  @Test("a sender that claims the list while work waits runs that work before its own value")
+  @Test("a sender that claims the list while work waits delivers its value after that work")
   func claimBehindHandedOverWork() {
     let (subject, received, sink) = subjectWithSink()
     let core = subject.core
     guard senderATakesTheListAndDelivers0(core) != nil else { return }
     #expect(handOff(1, on: core, by: senderB) == .busy)
     giveBackOnly(core)  // A is between its give-back and its load of the flag
-    // C claims the free list and finds work waiting: it runs it first, then its own value.
+    // C claims the free list and finds work waiting: it queues its value behind the work and
+    // runs the queue.
     guard case .claimedBehind(let behind) = core.subscribers.claim(by: senderC) else {
       Issue.record("C did not find the handed-over work")
       return
     }
-    core.runHandedOver()
-    core.subscribers.forEach(inStorageAt: behind) { $0.receiveInPlace(2) }
+    #expect(behind != 0)
+    core.state.withLock {
+      core.subscribers.queueBehind(.value(2, $0.subscribers.list.slots), &$0.subscribers)
+    }
+    #expect(core.runHandedOver())
     #expect(core.subscribers.leave() == .left)
     // A's load of the flag now: clear (C ran the work), so A is done; had it seen the flag
     // still set, its claimToDrain would find the queue empty and stop.
@@ -142,9 +146,69 @@ struct HandOverInterleavingTests {
     #expect(core.subscribers.leave() == .kept)
     #expect(core.subscribers.reader.load(ordering: .relaxed) == address, "A still holds the list")
     #expect(handOff(3, on: core, by: senderB) == .busy, "B cannot take it meanwhile")
-    core.runHandedOver()
+    #expect(core.runHandedOver())
     #expect(core.subscribers.leave() == .left)
     #expect(received.all == [0, 1, 2, 3])
+    withExtendedLifetime(sink) {}
+  }
+  @Test("past the turn's grants a sender waits; the holder hands it the turn at its place")
+  func grantsRunOutAndTheTurnPasses() {
+    let (subject, received, sink) = subjectWithSink()
+    let core = subject.core
+    guard senderATakesTheListAndDelivers0(core) != nil else { return }
+    let grants = TurnWaiter.grantsPerTurn
+    for value in 1...grants { #expect(handOff(value, on: core, by: senderB) == .busy) }
+    // No grants left: B's next value waits for B's own turn, and so does C's after it.
+    guard case .wait(let waiterB) = handOff(grants + 1, on: core, by: senderB),
+      case .wait(let waiterC) = handOff(grants + 2, on: core, by: senderC)
+    else {
+      Issue.record("a sender past the grants did not wait")
+      return
+    }
+    #expect(waiterB.thread == senderB)
+    // A leaves: it runs the granted values, then stops at B's waiter and hands it the turn.
+    #expect(core.subscribers.leave() == .kept)
+    #expect(core.runHandedOver() == false)
+    #expect(received.all == Array(0...grants))
+    #expect(core.subscribers.readerThread.load(ordering: .relaxed) == senderB)
+    #expect(core.subscribers.reader.load(ordering: .relaxed) == List.draining)
+    let grantedB = waiterB.isGranted
+    let grantedC = waiterC.isGranted
+    #expect(grantedB && !grantedC)
+    // The turn is B's, with fresh grants: a hand-off from A is queued behind C's waiter.
+    #expect(handOff(100, on: core, by: senderA) == .busy)
+    // B delivers its value itself (what `send` does once granted), then leaves: it stops at C.
+    core.subscribers.forEach(inStorageAt: core.subscribers.current.load(ordering: .relaxed)) {
+      $0.receiveInPlace(grants + 1)
+    }
+    #expect(core.subscribers.leave() == .kept)
+    #expect(core.runHandedOver() == false)
+    #expect(core.subscribers.readerThread.load(ordering: .relaxed) == senderC)
+    // C delivers its value, runs A's value queued behind it, and gives the list back.
+    core.subscribers.forEach(inStorageAt: core.subscribers.current.load(ordering: .relaxed)) {
+      $0.receiveInPlace(grants + 2)
+    }
+    #expect(core.subscribers.leave() == .kept)
+    #expect(core.runHandedOver())
+    #expect(core.subscribers.leave() == .left)
+    #expect(received.all == Array(0...grants + 2) + [100])
+    #expect(!isPending(core))
+    withExtendedLifetime(sink) {}
+  }
+
+  @Test("a send from the holder's own thread is queued behind the value being delivered")
+  func ownSendIsQueued() {
+    let (subject, received, sink) = subjectWithSink()
+    let core = subject.core
+    guard senderATakesTheListAndDelivers0(core) != nil else { return }
+    #expect(handOff(1, on: core, by: senderB) == .busy)
+    // A's subscriber sends 2 from inside its delivery: queued after B's 1, never nested.
+    #expect(handOff(2, on: core, by: senderA) == .busy)
+    #expect(received.all == [0])
+    #expect(core.subscribers.leave() == .kept)
+    #expect(core.runHandedOver())
+    #expect(core.subscribers.leave() == .left)
+    #expect(received.all == [0, 1, 2])
     withExtendedLifetime(sink) {}
   }
 }

@@ -142,15 +142,16 @@ struct SharedSubscriberListTests {
       guard value == 1 else { return }
       added.append(subject.sink { log.append("added \($0)") })
       victim?.cancel()
-      subject.send(10)  // nested: reads the list under the lock
+      subject.send(10)  // queued behind the value being delivered, with the list as it is now
     }
     victim = subject.sink { log.append("victim \($0)") }
     subject.send(1)
     subject.send(2)
-    // The nested send reaches the subscriber added just before it; the outer send does not.
-    // `reentrant` gets 10 after returning from 1 (values to one subscriber are serial).
+    // The send from inside the delivery reaches the subscriber added just before it; the outer
+    // send does not. It is delivered once 1 has reached every subscriber, to each in list order
+    // (never nested: every subscriber receives the values in one order).
     #expect(
-      log.all == ["reentrant 1", "added 10", "reentrant 10", "reentrant 2", "added 2"])
+      log.all == ["reentrant 1", "reentrant 10", "added 10", "reentrant 2", "added 2"])
     withExtendedLifetime((reentrant, added)) {}
   }
 

@@ -1,0 +1,82 @@
+import Dispatch
+import Synchronization
+
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
+/// A thread waiting for its turn to deliver: the thread delivering now hands it the role
+/// (``grant()``) once the work queued before it is done, and the waiting thread, which blocked
+/// in ``wait()``, goes on with its own delivery.
+///
+/// This is how the engines where one thread delivers what others hand over (``SubjectCore``'s
+/// ``SharedSubscriberList``, ``MergeCore``) keep every call bounded: a thread hands over at most
+/// ``grantsPerTurn`` values per turn without waiting; past that it queues a waiter instead and
+/// delivers itself when its turn comes, so a thread that never stops sending feels the
+/// deliverer's pace (as with a lock) instead of filling an unbounded queue, and the deliverer
+/// returns after its own work plus a bounded batch.
+///
+/// The wait spins briefly (a turn usually comes within a few deliveries), then blocks on a
+/// semaphore. Exactly one of ``grant()`` (the turn is the waiter's: it delivers) and
+/// ``dismiss()`` (no turn is needed any more: an engine whose deliverer stopped for lack of
+/// demand keeps the waiter's value buffered) is called, once, after the calling thread has
+/// given up the role.
+@usableFromInline
+final class TurnWaiter: Sendable {
+  /// The waiting thread (``currentThreadIdentity()``): the role's holder once granted.
+  @usableFromInline let thread: UInt
+  /// ``waiting``, ``granted`` or ``dismissed``.
+  let outcome = Atomic<UInt8>(0)
+  static var waiting: UInt8 { 0 }
+  static var granted: UInt8 { 1 }
+  static var dismissed: UInt8 { 2 }
+  let semaphore = DispatchSemaphore(value: 0)
+
+  /// How many values other threads may hand over to one turn of the role without waiting:
+  /// the bound on what a deliverer runs for others, beyond its own work, per call.
+  @inlinable static var grantsPerTurn: Int { 32 }
+  /// How often ``wait()`` checks before it blocks.
+  static var spins: Int { 200 }
+
+  // Not inlinable: waiting is the slow path, and the fields stay internal.
+  @usableFromInline
+  init(thread: UInt) { self.thread = thread }
+
+  /// Blocks until ``grant()`` or ``dismiss()`` has been called; `true` for ``grant()``.
+  @usableFromInline
+  @discardableResult
+  func wait() -> Bool {
+    for spin in 0..<Self.spins {
+      let outcome = outcome.load(ordering: .acquiring)
+      if outcome != Self.waiting { return outcome == Self.granted }
+      if spin & 15 == 15 { sched_yield() }
+    }
+    semaphore.wait()
+    return outcome.load(ordering: .acquiring) == Self.granted
+  }
+
+  /// Gives the waiting thread its turn (once).
+  @usableFromInline
+  func grant() { end(Self.granted) }
+
+  /// Lets the waiting thread go without a turn (once).
+  @usableFromInline
+  func dismiss() { end(Self.dismissed) }
+
+  func end(_ outcome: UInt8) {
+    self.outcome.store(outcome, ordering: .releasing)
+    semaphore.signal()
+  }
+
+  /// Whether ``grant()`` has been called (for tests).
+  var isGranted: Bool { outcome.load(ordering: .acquiring) == Self.granted }
+}
+
+extension TurnWaiter: Equatable {
+  @inlinable
+  static func == (lhs: TurnWaiter, rhs: TurnWaiter) -> Bool { lhs === rhs }
+}

@@ -1,0 +1,240 @@
+import Foundation
+import SluiceTesting
+import Synchronization
+import Testing
+
+@testable import SluiceCore
+
+/// Every call returns after bounded work while another thread sends without pause: the engines
+/// where one thread delivers what others hand over (subjects, merge, flatMap) must never make a
+/// caller deliver another thread's unbounded stream. Each test runs a producer thread that never
+/// stops and checks that a second thread's calls all return while it is still running (the
+/// suite's timeout is the only clock).
+@Suite("Liveness: calls return while another thread sends without pause")
+struct LivenessTests {
+  /// A subscriber's record: how many values it received and, per sender (value / 1_000_000),
+  /// whether they came in order.
+  final class Record: Sendable {
+    struct State {
+      var count = 0
+      var last: [Int: Int] = [:]
+      var outOfOrder = 0
+      var overlaps = 0
+      var inside = false
+    }
+    let state = Mutex(State())
+
+    /// Records `value` and does about a microsecond of work, as a real sink might.
+    func receive(_ value: Int) {
+      state.withLock { state in
+        if state.inside { state.overlaps += 1 }
+        state.inside = true
+        state.count += 1
+        let sender = value / 1_000_000
+        if let last = state.last[sender], last >= value { state.outOfOrder += 1 }
+        state.last[sender] = value
+      }
+      var spin = 0
+      for step in 0..<200 { spin &+= step }
+      state.withLock { $0.inside = false }
+      withExtendedLifetime(spin) {}
+    }
+
+    var snapshot: State { state.withLock { $0 } }
+  }
+
+  /// The caller's values: sender 1's numbers (the producer is sender 0).
+  static func callerValue(_ index: Int) -> Int { 1_000_000 + index }
+
+  @Test("PassthroughSubject: a second thread's sends return while the first sends without pause")
+  func subjectSend() {
+    let subject = PassthroughSubject<Int, Never>()
+    let record = Record()
+    let sink = subject.sink { record.receive($0) }
+    let shared = Shared(subject)
+    let producer = RacingProducer { shared.value.send($0) }
+    #expect(
+      callsReturn(whileRunning: producer) {
+        for index in 0..<200 {
+          shared.value.send(Self.callerValue(index))
+          usleep(100)
+        }
+      })
+    let state = record.snapshot
+    #expect(state.last[1] == Self.callerValue(199), "every value of the caller arrived")
+    #expect(state.outOfOrder == 0)
+    #expect(state.overlaps == 0)
+    withExtendedLifetime(sink) {}
+  }
+
+  @Test("PassthroughSubject: values sent back to back from two threads all return, in order")
+  func subjectSendBackToBack() {
+    let subject = PassthroughSubject<Int, Never>()
+    let record = Record()
+    let sink = subject.sink { record.receive($0) }
+    let shared = Shared(subject)
+    let producer = RacingProducer { shared.value.send($0) }
+    #expect(
+      callsReturn(whileRunning: producer) {
+        for index in 0..<20_000 { shared.value.send(Self.callerValue(index)) }
+      })
+    let state = record.snapshot
+    #expect(state.last[1] == Self.callerValue(19_999))
+    #expect(state.outOfOrder == 0)
+    #expect(state.overlaps == 0)
+    #expect(subject.core.state.withLock { $0.subscribers.isIdle }, "nothing left queued")
+    withExtendedLifetime(sink) {}
+  }
+
+  @Test("PassthroughSubject: send(completion:) from a second thread returns")
+  func subjectCompletion() {
+    let subject = PassthroughSubject<Int, Never>()
+    let record = Record()
+    let finished = Atomic<Int>(0)
+    let sink = subject.sink(
+      receiveCompletion: { _ in finished.add(1, ordering: .relaxed) },
+      receiveValue: { record.receive($0) })
+    let shared = Shared(subject)
+    let producer = RacingProducer { shared.value.send($0) }
+    #expect(
+      callsReturn(whileRunning: producer) {
+        usleep(1_000)
+        shared.value.send(completion: .finished)
+      })
+    #expect(finished.load(ordering: .relaxed) == 1)
+    withExtendedLifetime(sink) {}
+  }
+
+  @Test(
+    "PassthroughSubject: subscribe and cancel from a second thread return; memory stays bounded")
+  func subjectSubscribeAndCancel() {
+    let subject = PassthroughSubject<Int, Never>()
+    let record = Record()
+    let sink = subject.sink { record.receive($0) }
+    let shared = Shared(subject)
+    let producer = RacingProducer { shared.value.send($0) }
+    #expect(
+      callsReturn(whileRunning: producer) {
+        for _ in 0..<2_000 {
+          let other = Record()
+          let subscription = shared.value.sink { other.receive($0) }
+          subscription.cancel()
+        }
+      })
+    #expect(subject.core.state.withLock { $0.subscribers.isIdle }, "nothing left queued")
+    #expect(subject.core.subscriberCount == 1)
+    withExtendedLifetime(sink) {}
+  }
+
+  @Test("PassthroughSubject: request from a second thread returns")
+  func subjectRequest() {
+    let subject = PassthroughSubject<Int, Never>()
+    let record = Record()
+    let subscription = Box<any Subscription>()
+    let subscriber = AnySubscriber<Int, Never>(
+      receiveSubscription: { subscription.set($0) },
+      receiveValue: { value in
+        record.receive(value)
+        return .none
+      },
+      receiveCompletion: { _ in })
+    subject.subscribe(subscriber)
+    let shared = Shared(subject)
+    let producer = RacingProducer { shared.value.send($0) }
+    #expect(
+      callsReturn(whileRunning: producer) {
+        for _ in 0..<2_000 { subscription.value?.request(.max(1)) }
+      })
+    #expect(record.snapshot.count <= 2_000, "never more than demanded")
+    #expect(record.snapshot.overlaps == 0)
+    subscription.value?.cancel()
+  }
+
+  @Test("CurrentValueSubject: setting value from a second thread returns")
+  func currentValueSubject() {
+    let subject = CurrentValueSubject<Int, Never>(-1)  // below the producer's first value
+    let record = Record()
+    let sink = subject.sink { record.receive($0) }
+    let shared = Shared(subject)
+    let producer = RacingProducer { shared.value.value = $0 }
+    #expect(
+      callsReturn(whileRunning: producer) {
+        for index in 0..<2_000 { shared.value.value = Self.callerValue(index) }
+      })
+    #expect(record.snapshot.last[1] == Self.callerValue(1_999))
+    #expect(record.snapshot.outOfOrder == 0)
+    withExtendedLifetime(sink) {}
+  }
+
+  /// Subscribes `pipeline` over two subjects; a producer sends into `b` without pause while
+  /// a second thread sends 2,000 values into `a`. Returns what the subscriber saw.
+  func secondUpstreamRacing(
+    _ pipeline: (PassthroughSubject<Int, Never>, PassthroughSubject<Int, Never>, Record) ->
+      AnyCancellable
+  ) -> Record.State {
+    let a = PassthroughSubject<Int, Never>()
+    let b = PassthroughSubject<Int, Never>()
+    let record = Record()
+    let subscription = pipeline(a, b, record)
+    let (sharedA, sharedB) = (Shared(a), Shared(b))
+    let producer = RacingProducer { sharedB.value.send($0) }
+    #expect(
+      callsReturn(whileRunning: producer) {
+        for index in 0..<2_000 { sharedA.value.send(Self.callerValue(index)) }
+      })
+    withExtendedLifetime(subscription) {}
+    return record.snapshot
+  }
+
+  @Test("merge: a second thread's sends into one upstream return while another never stops")
+  func merge() {
+    let state = secondUpstreamRacing { a, b, record in
+      a.merge(with: b).sink { record.receive($0) }
+    }
+    #expect(state.last[1] == Self.callerValue(1_999), "every value of the caller arrived")
+    #expect(state.outOfOrder == 0)
+    #expect(state.overlaps == 0)
+  }
+
+  @Test("flatMap: a second thread's sends into one inner return while another never stops")
+  func flatMap() {
+    let state = secondUpstreamRacing { a, b, record in
+      [a, b].publisher.flatMap { $0 }.sink { record.receive($0) }
+    }
+    #expect(state.last[1] == Self.callerValue(1_999), "every value of the caller arrived")
+    #expect(state.outOfOrder == 0)
+    #expect(state.overlaps == 0)
+  }
+
+  @Test("merge with limited demand: request from a second thread returns")
+  func mergeRequest() {
+    let a = PassthroughSubject<Int, Never>()
+    let b = PassthroughSubject<Int, Never>()
+    let record = Record()
+    let subscription = Box<any Subscription>()
+    a.merge(with: b).subscribe(
+      AnySubscriber<Int, Never>(
+        receiveSubscription: { subscription.set($0) },
+        receiveValue: { value in
+          record.receive(value)
+          return .max(1)
+        },
+        receiveCompletion: { _ in }))
+    let sharedB = Shared(b)
+    let producer = RacingProducer { sharedB.value.send($0) }
+    #expect(
+      callsReturn(whileRunning: producer) {
+        for _ in 0..<2_000 { subscription.value?.request(.max(1)) }
+      })
+    #expect(record.snapshot.overlaps == 0)
+    subscription.value?.cancel()
+  }
+
+  @Test("combineLatest: a second thread's sends return while the other upstream never stops")
+  func combineLatest() {
+    let state = secondUpstreamRacing { a, b, record in
+      a.combineLatest(b).sink { record.receive($0.0) }
+    }
+    #expect(state.overlaps == 0)
+  }
+}
