@@ -8,9 +8,9 @@
 /// inners are requested from it, and one more each time an inner finishes.
 /// **Ordering**: one thread delivers at a time (the turn); values from one inner keep their
 /// order, and values are delivered in the order they arrived.
-/// **Bounded calls**: a value that arrives from another thread while a turn is in progress is
-/// buffered for it, at most ``TurnWaiter/grantsPerTurn`` per turn; past that the inner's thread
-/// waits (``TurnWaiter``) until the turn reaches its value and then delivers it itself (or,
+/// **Bounded calls** (``DeliveryTurn``): a value that arrives from another thread while a turn
+/// is in progress is buffered for it, at most ``TurnWaiter/grantsPerTurn`` per turn; past that
+/// the inner's thread waits until the turn reaches its value and then delivers it itself (or,
 /// should the deliverer stop for lack of demand first, returns with its value buffered). So a
 /// call (an inner's value, a `request`) returns after its own delivery plus at most one turn's
 /// grants, however fast other inners send, and the buffer holds at most the grants plus one
@@ -19,7 +19,8 @@
 /// **Completion**: finishes when the outer publisher (if any) and every inner have finished and
 /// the buffer is drained; the first failure cancels everything else and fails at once.
 ///
-/// States: `live` → `terminal`; while live, one thread at a time may be `delivering`.
+/// States: `live` → `terminal`; while live, one thread at a time may be delivering (its turn, a
+/// ``DeliveryTurn``).
 /// | event | live, idle | live, delivering | terminal |
 /// |---|---|---|---|
 /// | inner subscribes | keep it; request `.max(1)` (unlimited demand: `.unlimited`) | same | cancel it |
@@ -43,23 +44,9 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     var downstream: Downstream?
     @usableFromInline
     var terminal = false
+    /// Whose turn it is to deliver, and who waits for it.
     @usableFromInline
-    var delivering = false
-    /// The thread whose turn it is, while `delivering`.
-    @usableFromInline
-    var deliverer: UInt = 0
-    /// How many more values other threads may buffer for this turn without waiting.
-    @usableFromInline
-    var grants = 0
-    /// Threads waiting for the turn, each with the position of its value in `buffer` (counted
-    /// in values ever appended), oldest first.
-    @usableFromInline
-    var waiters: [(position: Int, waiter: TurnWaiter)] = []
-    /// How many values were ever appended to and taken from `buffer`.
-    @usableFromInline
-    var appended = 0
-    @usableFromInline
-    var taken = 0
+    var turn = DeliveryTurn()
     /// A failure that came while another thread was delivering: that thread sends it when its
     /// delivery returns (signals stay serial).
     @usableFromInline
@@ -103,32 +90,20 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
       return innersInOrder + [outer].compactMap { $0 }
     }
 
-    /// This thread's turn begins.
-    @inlinable
-    mutating func beginTurn(_ thread: UInt) {
-      delivering = true
-      deliverer = thread
-      grants = TurnWaiter.grantsPerTurn
-    }
-
     /// The oldest buffered value, or — its waiter's value next — the turn handed to that
     /// waiter.
     @inlinable
     mutating func next() -> Step {
-      if let first = waiters.first, first.position == taken {
-        waiters.removeFirst()
-        beginTurn(first.waiter.thread)
-        return .passed(first.waiter)
-      }
+      if let waiter = turn.passIfWaiterNext() { return .passed(waiter) }
       guard let (index, value) = buffer.popFirst() else { return .stop }
-      taken += 1
+      turn.took()
       return .deliver(index, value)
     }
 
     /// Whether the merge has finished normally (the caller sends `.finished`).
     @inlinable
     mutating func finishedIfDone() -> Downstream? {
-      guard !terminal, !delivering, outerFinished, liveInners == 0, buffer.isEmpty else {
+      guard !terminal, !turn.isDelivering, outerFinished, liveInners == 0, buffer.isEmpty else {
         return nil
       }
       terminal = true
@@ -143,13 +118,6 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     case deliver(Int, Output)
     case passed(TurnWaiter)
     case stop
-  }
-
-  /// What an inner's value does on arrival.
-  @usableFromInline
-  enum Arrival {
-    case dropped, buffered, drain
-    case wait(TurnWaiter)
   }
 
   @usableFromInline
@@ -249,33 +217,18 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   @inlinable
   func receiveInner(_ value: Output, index: Int) -> Subscribers.Demand {
     let thread = currentThreadIdentity()
-    let arrival = state.withLock { state -> Arrival in
-      guard !state.terminal else { return .dropped }
-      let position = state.appended
+    let arrival = state.withLock { state -> DeliveryTurn.Arrival? in
+      guard !state.terminal else { return nil }
       state.buffer.append((index, value))
-      state.appended += 1
-      if state.delivering {
-        // This thread's own turn (a value from inside a delivery), or grants left: buffered.
-        if state.deliverer == thread { return .buffered }
-        if state.grants > 0 {
-          state.grants -= 1
-          return .buffered
-        }
-        let waiter = TurnWaiter(thread: thread)
-        state.waiters.append((position, waiter))
-        return .wait(waiter)
-      }
-      guard state.demand > 0 else { return .buffered }
-      state.beginTurn(thread)
-      return .drain
+      return state.turn.arrived(from: thread, mayStart: state.demand > 0)
     }
     switch arrival {
-    case .dropped, .buffered:
+    case nil, .queued:
       return .none
     case .wait(let waiter):
       // Dismissed: the deliverer stopped for lack of demand; the value stays buffered.
       guard waiter.wait() else { return .none }
-    case .drain:
+    case .deliver:
       break
     }
     // When this call delivers its own value, its "one more" is returned, not requested (and
@@ -313,8 +266,8 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
       let wasUnlimited = state.demand == .unlimited
       state.demand += demand
       let everyInner = !wasUnlimited && state.demand == .unlimited ? state.innersInOrder : []
-      guard !state.delivering, !state.buffer.isEmpty else { return (false, everyInner) }
-      state.beginTurn(thread)
+      guard !state.turn.isDelivering, !state.buffer.isEmpty else { return (false, everyInner) }
+      state.turn.begin(thread)
       return (true, everyInner)
     }
     // As Combine: what waits is delivered first, then every inner may send all it has.
@@ -351,6 +304,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     var owedFailure: (Subscribers.Completion<Failure>, Downstream)?
     while true {
       var dismissed: [(position: Int, waiter: TurnWaiter)] = []
+      var passedTo: TurnWaiter?
       let next = state.withLock { state -> (Output, Int, Downstream)?? in
         if !state.terminal, let downstream = state.downstream, state.demand > 0 {
           switch state.next() {
@@ -358,14 +312,13 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
             if state.demand != .unlimited { state.demand -= 1 }
             return (value, index, downstream)
           case .passed(let waiter):
-            dismissed = [(0, waiter)]
+            passedTo = waiter
             return .some(nil)
           case .stop:
             break
           }
         }
-        state.delivering = false
-        swap(&dismissed, &state.waiters)
+        dismissed = state.turn.ended()
         if let failure = state.pendingFailure.take(), let downstream = state.downstream.take() {
           owedFailure = (failure, downstream)
         }
@@ -376,7 +329,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
         break
       }
       guard let (value, index, downstream) = next else {
-        dismissed[0].waiter.grant()  // its turn: it delivers its value and what follows
+        passedTo?.grant()  // its turn: it delivers its value and what follows
         return deliveredOwn
       }
       let more = downstream.receive(value)
@@ -426,7 +379,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
       if let index { state.inners[index] = nil }
       if outerFailed { state.outer = nil }
       let cancelling = state.end()
-      if state.delivering {
+      if state.turn.isDelivering {
         state.pendingFailure = completion
         return (cancelling, nil)
       }

@@ -4,13 +4,16 @@
 /// operators.
 ///
 /// A thread that hands in a signal while another is delivering leaves it queued; the delivering
-/// thread delivers it next (see ``HandOffQueue``). After a completion, or after ``end()``,
-/// nothing more is delivered and the downstream is released.
+/// thread delivers it next — at most ``TurnWaiter/grantsPerTurn`` of them per turn; past that
+/// the handing thread waits for the turn to reach its signal and delivers it itself (see
+/// ``DeliveryTurn``). So a call returns after its own signal plus at most one turn's grants of
+/// others', and the queue stays bounded however fast another thread signals. After a
+/// completion, or after ``end()``, nothing more is delivered and the downstream is released.
 ///
 /// States: `live(downstream)` → `ended`.
 /// | event | live, idle | live, delivering | ended |
 /// |---|---|---|---|
-/// | `send(signal)` | deliver it now on this thread, then anything queued meanwhile | queue it | drop |
+/// | `send(signal)` | deliver it now on this thread, then what was queued meanwhile, up to a waiter's signal (the turn passes to it) | queue it; no grants left: wait for the turn | drop |
 /// | a completion is delivered | ended | — | — |
 /// | `end()` | ended: drop the queue, release the downstream | same (the value in flight completes) | nothing |
 @usableFromInline
@@ -33,19 +36,35 @@ final class SerialDelivery<Downstream: Subscriber>: @unchecked Sendable {
     @usableFromInline
     var downstream: Downstream?
     @usableFromInline
-    var queue = HandOffQueue<Signal>()
+    var queue = RingBuffer<Signal>()
+    @usableFromInline
+    var turn = DeliveryTurn()
 
     @inlinable
     init(downstream: Downstream) { self.downstream = downstream }
 
+    /// What the holder of the turn does next.
+    @usableFromInline
+    enum Step {
+      case deliver(Signal, Downstream)
+      /// The turn is this waiter's: grant it after unlocking and return.
+      case passed(TurnWaiter)
+      /// Nothing to deliver: the turn ended; dismiss these waiters after unlocking.
+      case stop([(position: Int, waiter: TurnWaiter)])
+    }
+
     @inlinable
-    mutating func next(_ item: Signal?) -> (Signal, Downstream)? {
-      guard let item, let downstream else { return nil }
+    mutating func next() -> Step {
+      guard let downstream else { return .stop(turn.ended()) }
+      if let waiter = turn.passIfWaiterNext() { return .passed(waiter) }
+      guard let item = queue.popFirst() else { return .stop(turn.ended()) }
+      turn.took()
       if case .completion = item {
         self.downstream = nil
-        queue.clear()
+        turn.dropped(queue.count)
+        queue.removeAll()
       }
-      return (item, downstream)
+      return .deliver(item, downstream)
     }
   }
 
@@ -72,39 +91,52 @@ final class SerialDelivery<Downstream: Subscriber>: @unchecked Sendable {
   @discardableResult
   @inlinable
   func send(_ signal: Signal) -> Subscribers.Demand {
-    var next = state.withLock { state -> (Signal, Downstream)? in
+    let thread = currentThreadIdentity()
+    let arrival = state.withLock { state -> DeliveryTurn.Arrival? in
       guard state.downstream != nil else { return nil }
-      state.queue.submit(signal)
-      return state.next(state.queue.actionRan())
+      state.queue.append(signal)
+      return state.turn.arrived(from: thread, mayStart: true)
     }
-    // While another thread delivers, the signal waits for it; nothing is returned for it here.
+    switch arrival {
+    case nil, .queued:
+      return .none  // delivered by the turn in progress; nothing is returned for it here
+    case .wait(let waiter):
+      guard waiter.wait() else { return .none }  // ended meanwhile
+    case .deliver:
+      break
+    }
     var own: Subscribers.Demand = .none
     var first = true
-    while let (signal, downstream) = next {
-      switch signal {
-      case .value(let value):
+    while true {
+      switch state.withLock({ $0.next() }) {
+      case .deliver(.value(let value), let downstream):
         let more = downstream.receive(value)
         if first {
           own = more
         } else if more > 0 {
           returned(more)
         }
-      case .completion(let completion):
+      case .deliver(.completion(let completion), let downstream):
         downstream.receive(completion: completion)
+      case .passed(let waiter):
+        waiter.grant()
+        return own
+      case .stop(let dismissed):
+        for (_, waiter) in dismissed { waiter.dismiss() }
+        return own
       }
       first = false
-      next = state.withLock { $0.next($0.queue.performed()) }
     }
-    return own
   }
 
   /// Ends delivery (cancel): drops what is queued and releases the downstream after unlocking.
   @inlinable
   func end() {
-    let released = state.withLock { state -> (Downstream?, HandOffQueue<Signal>) in
+    let released = state.withLock { state -> (Downstream?, RingBuffer<Signal>) in
       defer {
         state.downstream = nil
-        state.queue.clear()
+        state.turn.dropped(state.queue.count)
+        state.queue.removeAll()
       }
       return (state.downstream, state.queue)
     }

@@ -99,6 +99,8 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     let (completion, garbage) = state.withLock {
       state -> (Subscribers.Completion<Failure>?, SharedSubscriberList<Output, Failure>.Garbage) in
       if let completion = state.completion { return (completion, .init()) }
+      // The value of this moment: every later send reaches the conduit (see `ConduitState`).
+      if replaysCurrentValue { conduit.oweCurrentValue(state.currentValue) }
       return (nil, subscribers.update(&state.subscribers) { $0.append(conduit) }.1)
     }
     garbage.dispose()

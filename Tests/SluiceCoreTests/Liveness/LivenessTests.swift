@@ -47,19 +47,19 @@ struct LivenessTests {
   static func callerValue(_ index: Int) -> Int { 1_000_000 + index }
 
   @Test("PassthroughSubject: a second thread's sends return while the first sends without pause")
-  func subjectSend() {
+  func subjectSend() async {
     let subject = PassthroughSubject<Int, Never>()
     let record = Record()
     let sink = subject.sink { record.receive($0) }
     let shared = Shared(subject)
     let producer = RacingProducer { shared.value.send($0) }
-    #expect(
-      callsReturn(whileRunning: producer) {
-        for index in 0..<200 {
-          shared.value.send(Self.callerValue(index))
-          usleep(100)
-        }
-      })
+    let returned = await callsReturn(whileRunning: producer) {
+      for index in 0..<200 {
+        shared.value.send(Self.callerValue(index))
+        usleep(100)
+      }
+    }
+    #expect(returned, "every call returned while the producer ran")
     let state = record.snapshot
     #expect(state.last[1] == Self.callerValue(199), "every value of the caller arrived")
     #expect(state.outOfOrder == 0)
@@ -68,16 +68,16 @@ struct LivenessTests {
   }
 
   @Test("PassthroughSubject: values sent back to back from two threads all return, in order")
-  func subjectSendBackToBack() {
+  func subjectSendBackToBack() async {
     let subject = PassthroughSubject<Int, Never>()
     let record = Record()
     let sink = subject.sink { record.receive($0) }
     let shared = Shared(subject)
     let producer = RacingProducer { shared.value.send($0) }
-    #expect(
-      callsReturn(whileRunning: producer) {
-        for index in 0..<20_000 { shared.value.send(Self.callerValue(index)) }
-      })
+    let returned = await callsReturn(whileRunning: producer) {
+      for index in 0..<20_000 { shared.value.send(Self.callerValue(index)) }
+    }
+    #expect(returned, "every call returned while the producer ran")
     let state = record.snapshot
     #expect(state.last[1] == Self.callerValue(19_999))
     #expect(state.outOfOrder == 0)
@@ -87,7 +87,7 @@ struct LivenessTests {
   }
 
   @Test("PassthroughSubject: send(completion:) from a second thread returns")
-  func subjectCompletion() {
+  func subjectCompletion() async {
     let subject = PassthroughSubject<Int, Never>()
     let record = Record()
     let finished = Atomic<Int>(0)
@@ -96,38 +96,60 @@ struct LivenessTests {
       receiveValue: { record.receive($0) })
     let shared = Shared(subject)
     let producer = RacingProducer { shared.value.send($0) }
-    #expect(
-      callsReturn(whileRunning: producer) {
-        usleep(1_000)
-        shared.value.send(completion: .finished)
-      })
+    let returned = await callsReturn(whileRunning: producer) {
+      usleep(1_000)
+      shared.value.send(completion: .finished)
+    }
+    #expect(returned, "every call returned while the producer ran")
     #expect(finished.load(ordering: .relaxed) == 1)
     withExtendedLifetime(sink) {}
   }
 
   @Test(
     "PassthroughSubject: subscribe and cancel from a second thread return; memory stays bounded")
-  func subjectSubscribeAndCancel() {
+  func subjectSubscribeAndCancel() async {
     let subject = PassthroughSubject<Int, Never>()
     let record = Record()
     let sink = subject.sink { record.receive($0) }
     let shared = Shared(subject)
     let producer = RacingProducer { shared.value.send($0) }
-    #expect(
-      callsReturn(whileRunning: producer) {
-        for _ in 0..<2_000 {
-          let other = Record()
-          let subscription = shared.value.sink { other.receive($0) }
-          subscription.cancel()
-        }
-      })
+    let returned = await callsReturn(whileRunning: producer) {
+      for _ in 0..<2_000 {
+        let other = Record()
+        let subscription = shared.value.sink { other.receive($0) }
+        subscription.cancel()
+      }
+    }
+    #expect(returned, "every call returned while the producer ran")
     #expect(subject.core.state.withLock { $0.subscribers.isIdle }, "nothing left queued")
     #expect(subject.core.subscriberCount == 1)
     withExtendedLifetime(sink) {}
   }
 
+  @Test("CurrentValueSubject: subscribe (with its replay) and cancel from a second thread return")
+  func currentValueSubjectSubscribeAndCancel() async {
+    let subject = CurrentValueSubject<Int, Never>(-1)
+    let record = Record()
+    let sink = subject.sink { record.receive($0) }
+    let shared = Shared(subject)
+    let producer = RacingProducer { shared.value.value = $0 }
+    let disordered = Atomic<Int>(0)
+    let returned = await callsReturn(whileRunning: producer) {
+      for _ in 0..<2_000 {
+        let other = Record()
+        let subscription = shared.value.sink { other.receive($0) }
+        subscription.cancel()
+        disordered.add(other.snapshot.outOfOrder, ordering: .relaxed)
+      }
+    }
+    #expect(returned, "every call returned while the producer ran")
+    #expect(disordered.load(ordering: .relaxed) == 0)
+    #expect(subject.core.subscriberCount == 1)
+    withExtendedLifetime(sink) {}
+  }
+
   @Test("PassthroughSubject: request from a second thread returns")
-  func subjectRequest() {
+  func subjectRequest() async {
     let subject = PassthroughSubject<Int, Never>()
     let record = Record()
     let subscription = Box<any Subscription>()
@@ -141,26 +163,26 @@ struct LivenessTests {
     subject.subscribe(subscriber)
     let shared = Shared(subject)
     let producer = RacingProducer { shared.value.send($0) }
-    #expect(
-      callsReturn(whileRunning: producer) {
-        for _ in 0..<2_000 { subscription.value?.request(.max(1)) }
-      })
+    let returned = await callsReturn(whileRunning: producer) {
+      for _ in 0..<2_000 { subscription.value?.request(.max(1)) }
+    }
+    #expect(returned, "every call returned while the producer ran")
     #expect(record.snapshot.count <= 2_000, "never more than demanded")
     #expect(record.snapshot.overlaps == 0)
     subscription.value?.cancel()
   }
 
   @Test("CurrentValueSubject: setting value from a second thread returns")
-  func currentValueSubject() {
+  func currentValueSubject() async {
     let subject = CurrentValueSubject<Int, Never>(-1)  // below the producer's first value
     let record = Record()
     let sink = subject.sink { record.receive($0) }
     let shared = Shared(subject)
     let producer = RacingProducer { shared.value.value = $0 }
-    #expect(
-      callsReturn(whileRunning: producer) {
-        for index in 0..<2_000 { shared.value.value = Self.callerValue(index) }
-      })
+    let returned = await callsReturn(whileRunning: producer) {
+      for index in 0..<2_000 { shared.value.value = Self.callerValue(index) }
+    }
+    #expect(returned, "every call returned while the producer ran")
     #expect(record.snapshot.last[1] == Self.callerValue(1_999))
     #expect(record.snapshot.outOfOrder == 0)
     withExtendedLifetime(sink) {}
@@ -171,24 +193,24 @@ struct LivenessTests {
   func secondUpstreamRacing(
     _ pipeline: (PassthroughSubject<Int, Never>, PassthroughSubject<Int, Never>, Record) ->
       AnyCancellable
-  ) -> Record.State {
+  ) async -> Record.State {
     let a = PassthroughSubject<Int, Never>()
     let b = PassthroughSubject<Int, Never>()
     let record = Record()
     let subscription = pipeline(a, b, record)
     let (sharedA, sharedB) = (Shared(a), Shared(b))
     let producer = RacingProducer { sharedB.value.send($0) }
-    #expect(
-      callsReturn(whileRunning: producer) {
-        for index in 0..<2_000 { sharedA.value.send(Self.callerValue(index)) }
-      })
+    let returned = await callsReturn(whileRunning: producer) {
+      for index in 0..<2_000 { sharedA.value.send(Self.callerValue(index)) }
+    }
+    #expect(returned, "every call returned while the producer ran")
     withExtendedLifetime(subscription) {}
     return record.snapshot
   }
 
   @Test("merge: a second thread's sends into one upstream return while another never stops")
-  func merge() {
-    let state = secondUpstreamRacing { a, b, record in
+  func merge() async {
+    let state = await secondUpstreamRacing { a, b, record in
       a.merge(with: b).sink { record.receive($0) }
     }
     #expect(state.last[1] == Self.callerValue(1_999), "every value of the caller arrived")
@@ -197,8 +219,8 @@ struct LivenessTests {
   }
 
   @Test("flatMap: a second thread's sends into one inner return while another never stops")
-  func flatMap() {
-    let state = secondUpstreamRacing { a, b, record in
+  func flatMap() async {
+    let state = await secondUpstreamRacing { a, b, record in
       [a, b].publisher.flatMap { $0 }.sink { record.receive($0) }
     }
     #expect(state.last[1] == Self.callerValue(1_999), "every value of the caller arrived")
@@ -207,7 +229,7 @@ struct LivenessTests {
   }
 
   @Test("merge with limited demand: request from a second thread returns")
-  func mergeRequest() {
+  func mergeRequest() async {
     let a = PassthroughSubject<Int, Never>()
     let b = PassthroughSubject<Int, Never>()
     let record = Record()
@@ -222,17 +244,17 @@ struct LivenessTests {
         receiveCompletion: { _ in }))
     let sharedB = Shared(b)
     let producer = RacingProducer { sharedB.value.send($0) }
-    #expect(
-      callsReturn(whileRunning: producer) {
-        for _ in 0..<2_000 { subscription.value?.request(.max(1)) }
-      })
+    let returned = await callsReturn(whileRunning: producer) {
+      for _ in 0..<2_000 { subscription.value?.request(.max(1)) }
+    }
+    #expect(returned, "every call returned while the producer ran")
     #expect(record.snapshot.overlaps == 0)
     subscription.value?.cancel()
   }
 
   @Test("combineLatest: a second thread's sends return while the other upstream never stops")
-  func combineLatest() {
-    let state = secondUpstreamRacing { a, b, record in
+  func combineLatest() async {
+    let state = await secondUpstreamRacing { a, b, record in
       a.combineLatest(b).sink { record.receive($0.0) }
     }
     #expect(state.overlaps == 0)

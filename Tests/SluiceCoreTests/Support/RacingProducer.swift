@@ -31,20 +31,25 @@ final class RacingProducer: Sendable {
 
 /// Runs `calls` on a thread of its own while `producer` keeps producing, and returns whether
 /// `calls` returned within `timeout` while the producer was still running (then stops it).
-/// The timeout is only a safety net for a call that never returns: no timing is asserted.
+/// The timeout is only a safety net for a call that never returns: no timing is asserted. The
+/// waiting happens on a thread of its own too, so that no cooperative-pool thread is blocked.
 func callsReturn(
   whileRunning producer: RacingProducer, timeout: Duration = .seconds(120),
   _ calls: @escaping @Sendable () -> Void
-) -> Bool {
-  let returned = DispatchSemaphore(value: 0)
-  Thread.detachNewThread {
-    calls()
-    returned.signal()
+) async -> Bool {
+  await withCheckedContinuation { continuation in
+    Thread.detachNewThread {
+      let returned = DispatchSemaphore(value: 0)
+      Thread.detachNewThread {
+        calls()
+        returned.signal()
+      }
+      let seconds = Double(timeout.components.seconds)
+      let inTime = returned.wait(timeout: .now() + seconds) == .success
+      let stillRunning = !producer.stopped.load(ordering: .relaxed)
+      producer.stop()
+      if !inTime { returned.wait() }  // the producer stopped: a call held by it can return now
+      continuation.resume(returning: inTime && stillRunning)
+    }
   }
-  let seconds = Double(timeout.components.seconds)
-  let inTime = returned.wait(timeout: .now() + seconds) == .success
-  let stillRunning = !producer.stopped.load(ordering: .relaxed)
-  producer.stop()
-  if !inTime { returned.wait() }  // the producer stopped: a call held by it can return now
-  return inTime && stillRunning
 }

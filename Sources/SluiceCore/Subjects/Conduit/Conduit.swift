@@ -192,6 +192,14 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     }
   }
 
+  /// For a subject with a current value, under the subject's lock as the conduit is attached
+  /// (before anyone else can reach it): the value it replays on its first request, unless it
+  /// is sent a newer one first.
+  @inlinable
+  func oweCurrentValue(_ value: Output?) {
+    withState { $0.owedValue = value }
+  }
+
   /// A value from the subject's sender holding its list (see ``SharedSubscriberList``).
   @inlinable
   func offerInPlace(_ value: Output) {
@@ -324,7 +332,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
         case .idle:
           if state.allowsFastDelivery { fast.store(Self.eligible, ordering: .releasing) }
           return (step, nil)
-        case .deliver, .deliverCurrentValue:
+        case .deliver:
           return (step, nil)
         }
       }
@@ -334,15 +342,6 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       switch step {
       case .deliver(let downstream, let value):
         more = downstream.receive(value)
-      case .deliverCurrentValue(let downstream, let parent):
-        // Read, then check the queue: a value sent before the one read was offered before it
-        // was stored (per sender), so if anything is queued now, the value read may be newer
-        // than what is queued; the queue (newer than the request) goes first, without a replay.
-        if let value = parent.currentValue, !withState({ $0.queueHead < $0.queue.count }) {
-          more = downstream.receive(value)
-        } else {
-          more = .max(1)  // nothing to replay: give the demand back
-        }
       case .complete(let downstream, let completion, let parent, let subject):
         parent?.detach(self)
         downstream.receive(completion: completion)

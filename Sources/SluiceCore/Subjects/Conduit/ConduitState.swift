@@ -37,8 +37,13 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   @usableFromInline var queue: [Output] = []
   @usableFromInline var queueHead = 0
   @usableFromInline var completion: Subscribers.Completion<Failure>?
-  /// For subjects with a current value: the subscriber has not yet received the latest value.
-  @usableFromInline var owesCurrentValue: Bool
+  /// For subjects with a current value: the latest value this subscriber was sent (or the
+  /// subject's value when it attached) that it has not received, for lack of demand; its
+  /// replay. Kept per subscriber, not read from the subject when demand comes, so that a value
+  /// the subject stored but had not yet sent is not replayed and then sent again.
+  @usableFromInline var owedValue: Output?
+
+  @inlinable var owesCurrentValue: Bool { owedValue != nil }
 
   @inlinable init(
     downstream: Downstream, parent: Parent, subject: AnyObject?, replaysCurrentValue: Bool
@@ -46,7 +51,6 @@ struct ConduitState<Downstream: Subscriber, Parent> {
     self.downstream = downstream
     self.parent = parent
     self.subject = subject
-    owesCurrentValue = replaysCurrentValue
   }
 
   @usableFromInline enum OfferAction {
@@ -57,11 +61,11 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   @inlinable mutating func offered(_ value: Output, replaysCurrentValue: Bool) -> OfferAction {
     guard let downstream, completion == nil else { return .none }
     guard demand > 0 else {
-      if replaysCurrentValue { owesCurrentValue = true }
+      if replaysCurrentValue { owedValue = value }
       return .none
     }
     demand -= 1
-    owesCurrentValue = false
+    owedValue = nil
     if draining {
       queue.append(value)
       return .none
@@ -99,7 +103,6 @@ struct ConduitState<Downstream: Subscriber, Parent> {
 
   @usableFromInline enum Step {
     case deliver(Downstream, Output)
-    case deliverCurrentValue(Downstream, Parent)
     case complete(
       Downstream, Subscribers.Completion<Failure>, releasing: Parent?, subject: AnyObject?)
     case idle
@@ -127,10 +130,9 @@ struct ConduitState<Downstream: Subscriber, Parent> {
       }
       return .deliver(downstream, value)
     }
-    if completion == nil, owesCurrentValue, demand > 0, let parent {
+    if completion == nil, demand > 0, let owed = owedValue.take() {
       demand -= 1
-      owesCurrentValue = false
-      return .deliverCurrentValue(downstream, parent)
+      return .deliver(downstream, owed)
     }
     if let completion {
       self.downstream = nil

@@ -1,0 +1,103 @@
+/// Whose turn it is to deliver from a FIFO that several threads fill, with the bound that keeps
+/// every call short: the state behind ``MergeCore`` and ``SerialDelivery``. It lives inside its
+/// owner's lock, next to the owner's FIFO; the owner delivers after unlocking, and grants or
+/// dismisses waiters after unlocking.
+///
+/// A thread that appends an item while another thread's turn is in progress leaves it to that
+/// turn — at most ``TurnWaiter/grantsPerTurn`` items per turn; past that it waits
+/// (``TurnWaiter``) until the turn reaches its item, and then takes the turn and delivers it
+/// itself. The thread holding the turn appends without waiting (an item from inside its own
+/// delivery). So a call returns after its own item plus at most one turn's grants of others'
+/// items (and what its own deliveries append), and the FIFO holds at most the grants plus one
+/// item per waiting thread, plus what the owner keeps for lack of demand.
+///
+/// States: `idle` ⇄ `delivering(holder)`; waiters only while delivering.
+/// | event | idle | delivering, this thread's turn | delivering, another's |
+/// |---|---|---|---|
+/// | `arrived` (item appended) | may start: begin the turn, deliver; else stays queued | queued | grants left: queued, grants −1; else wait at its position |
+/// | `next` (before taking an item) | — | a waiter's item next: the turn passes to it (fresh grants) | — |
+/// | `ended` (nothing to deliver, or no demand) | — | idle; every waiter dismissed (its item stays queued) | — |
+@usableFromInline
+struct DeliveryTurn {
+  /// The thread whose turn it is (``currentThreadIdentity()``), 0 while idle.
+  @usableFromInline var holder: UInt = 0
+  /// How many more items other threads may leave to this turn without waiting.
+  @usableFromInline var grants = 0
+  /// Threads waiting for the turn, each with its item's position in the owner's FIFO (counted
+  /// in items ever appended), oldest first.
+  @usableFromInline var waiters: [(position: Int, waiter: TurnWaiter)] = []
+  /// How many items were ever appended to and taken from the owner's FIFO.
+  @usableFromInline var appended = 0
+  @usableFromInline var taken = 0
+
+  @inlinable init() {}
+
+  @inlinable var isDelivering: Bool { holder != 0 }
+
+  /// What the thread that appended an item does next.
+  @usableFromInline
+  enum Arrival {
+    /// Its turn: deliver (from the FIFO's oldest item, which may be older than its own).
+    case deliver
+    /// Left to the turn in progress (or kept for lack of demand).
+    case queued
+    /// Wait for the turn (``TurnWaiter/wait()``); granted: deliver, dismissed: it stays queued.
+    case wait(TurnWaiter)
+  }
+
+  /// The owner appended an item from `thread`. `mayStart`: an idle owner may deliver now (it
+  /// has demand).
+  @inlinable
+  mutating func arrived(from thread: UInt, mayStart: Bool) -> Arrival {
+    let position = appended
+    appended += 1
+    if isDelivering {
+      if holder == thread { return .queued }
+      if grants > 0 {
+        grants -= 1
+        return .queued
+      }
+      let waiter = TurnWaiter(thread: thread)
+      waiters.append((position, waiter))
+      return .wait(waiter)
+    }
+    guard mayStart else { return .queued }
+    begin(thread)
+    return .deliver
+  }
+
+  /// `thread` takes the idle turn (to deliver what is queued, e.g. after a request).
+  @inlinable
+  mutating func begin(_ thread: UInt) {
+    holder = thread
+    grants = TurnWaiter.grantsPerTurn
+  }
+
+  /// Before the holder takes the FIFO's oldest item: the waiter that item belongs to, which
+  /// now holds the turn (the caller grants it after unlocking and returns), or `nil` (take it:
+  /// ``took()``).
+  @inlinable
+  mutating func passIfWaiterNext() -> TurnWaiter? {
+    guard let first = waiters.first, first.position == taken else { return nil }
+    waiters.removeFirst()
+    begin(first.waiter.thread)
+    return first.waiter
+  }
+
+  /// The holder took the FIFO's oldest item.
+  @inlinable
+  mutating func took() { taken += 1 }
+
+  /// The owner dropped its FIFO's items (`count` of them; an end or a completion).
+  @inlinable
+  mutating func dropped(_ count: Int) { taken += count }
+
+  /// The turn ends: nothing (more) to deliver, or no demand. Returns the waiters to dismiss
+  /// after unlocking (their items stay queued, for the next turn).
+  @inlinable
+  mutating func ended() -> [(position: Int, waiter: TurnWaiter)] {
+    holder = 0
+    defer { waiters = [] }
+    return waiters
+  }
+}
