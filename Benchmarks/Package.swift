@@ -37,6 +37,15 @@ let package = Package(
       ],
       path: "Benchmarks/RealTime"
     ),
+    // A second thread's call latency while another thread sends without pause (issue 29).
+    .executableTarget(
+      name: "Liveness",
+      dependencies: [
+        .product(name: "Sluice", package: sluice),
+        .product(name: "OpenCombine", package: "OpenCombine"),
+      ],
+      path: "Probes/Liveness"
+    ),
     .executableTarget(
       name: "SluiceBenchmarks",
       dependencies: [

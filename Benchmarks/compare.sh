@@ -161,3 +161,15 @@ print("Per element (per send / per cycle where the scenario says so); medians of
 print("anchor/Sluice > 1 means Sluice is faster. Allocations are malloc calls per element.")
 print("Delivered: share of the values that reached the consumer (lossless rows are checked).")
 PY
+
+# The liveness rows (Probes/Liveness): a second thread's call latency while another thread sends
+# without pause, Sluice next to OpenCombine, in the same run. Run with the full table only
+# (`--scenarios` selects package-benchmark rows).
+if [[ -z "$pattern" ]]; then
+  if swift build -c release --product Liveness >"$out/liveness-build.log" 2>&1; then
+    echo
+    timeout 600 .build/release/Liveness --runs 3 || echo "compare.sh: the liveness probe failed" >&2
+  else
+    cat "$out/liveness-build.log" >&2
+  fi
+fi

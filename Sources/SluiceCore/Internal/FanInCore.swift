@@ -8,8 +8,13 @@
 /// `zip` keeps every value until it is paired (so it never holds more than the sides were asked
 /// for); `combineLatest` keeps the newest value of each side and combines when any side sends,
 /// dropping a combination that finds no demand (as Combine does).
-/// **Ordering**: one thread delivers at a time; `zip` pairs values in the order each side sent
-/// them. A completion that arrives while another thread delivers waits for that delivery.
+/// **Ordering**: one thread delivers at a time (its turn); `zip` pairs values in the order each
+/// side sent them. A completion that arrives while another thread delivers waits for that
+/// delivery. **Bounded calls**: a side's value that arrives while another thread's turn is in
+/// progress is left to it, at most ``TurnWaiter/grantsPerTurn`` per turn; past that the side's
+/// thread waits (``TurnWaiter``) and the deliverer hands it the turn before its next delivery
+/// (or dismisses it, its value stored, when nothing more can be delivered). So a call returns
+/// after its own delivery plus at most one turn's grants, however fast another side sends.
 /// **Completion**: `zip` finishes once a side has finished and everything it sent has been
 /// paired (the other sides are cancelled); `combineLatest` once every side has finished; the
 /// first failure cancels the other sides and fails at once.
@@ -79,6 +84,15 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     /// combineLatest: a side sent while a value was delivered (the newest combination is next).
     @usableFromInline
     var fresh = false
+    /// The thread whose turn it is to deliver (0 while holding or idle).
+    @usableFromInline
+    var deliverer: UInt = 0
+    /// How many more values other threads may leave to this turn without waiting.
+    @usableFromInline
+    var grants = 0
+    /// Threads waiting for the turn, with their side, oldest first.
+    @usableFromInline
+    var waiters: [(side: Int, waiter: TurnWaiter)] = []
 
     @inlinable
     init(kind: Kind, downstream: Downstream) {
@@ -97,6 +111,25 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
       case .zip: finished.indices.contains { finished[$0] && !slots.hasValue(at: $0) }
       case .combineLatest: !finished.contains(false)
       }
+    }
+
+    /// `thread` begins a turn of delivering.
+    @inlinable
+    mutating func beginTurn(_ thread: UInt, side: Int?) {
+      delivering = true
+      deliveringSide = side
+      deliverer = thread
+      grants = TurnWaiter.grantsPerTurn
+    }
+
+    /// The turn ends: the waiters to dismiss after unlocking (their values stay stored).
+    @inlinable
+    mutating func endTurn() -> [(side: Int, waiter: TurnWaiter)] {
+      delivering = false
+      deliveringSide = nil
+      deliverer = 0
+      defer { waiters = [] }
+      return waiters
     }
 
     /// Ends the operator: the sides to cancel (all but `except`), the downstream to signal.
@@ -125,6 +158,15 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     case deliver(Slots.Output, Downstream)
     case complete(Subscribers.Completion<Failure>, Downstream, cancelling: [any Subscription])
     case stop(owed: Subscribers.Demand)
+    /// The turn is this waiter's now: grant it after unlocking; return what is owed.
+    case passed(TurnWaiter, owed: Subscribers.Demand)
+  }
+
+  /// What a side's value does on arrival.
+  @usableFromInline
+  enum Arrival {
+    case stored, drain
+    case wait(TurnWaiter)
   }
 
   @usableFromInline
@@ -148,8 +190,10 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     let core = FanInCore(kind, downstream: downstream)
     subscribeAll(core)
     downstream.receive(subscription: core)
+    let thread = currentThreadIdentity()
     let drains = core.state.withLock { state in
       defer { state.holding = false }
+      if state.holding { state.beginTurn(thread, side: nil) }
       return state.holding
     }
     // Still holding (no request yet): this thread delivers what waited.
@@ -181,23 +225,39 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
   func receive<Input>(_ value: Input, side: Int, put: (inout Slots, Input) -> Void)
     -> Subscribers.Demand
   {
-    let drains = state.withLock { state -> Bool in
-      guard !state.terminal, !state.finished[side] else { return false }
+    let thread = currentThreadIdentity()
+    let arrival = state.withLock { state -> Arrival in
+      guard !state.terminal, !state.finished[side] else { return .stored }
       put(&state.slots, value)
-      guard !state.delivering else {
-        state.fresh = true
-        return false
-      }
       state.fresh = true
+      guard !state.delivering else {
+        // The hold, this thread's own turn (a value from inside a delivery), or grants left.
+        if state.holding || state.deliverer == thread { return .stored }
+        if state.grants > 0 {
+          state.grants -= 1
+          return .stored
+        }
+        let waiter = TurnWaiter(thread: thread)
+        state.waiters.append((side, waiter))
+        return .wait(waiter)
+      }
       guard state.canDeliver else {
         state.fresh = false
-        return false
+        return .stored
       }
-      state.delivering = true
-      state.deliveringSide = side
-      return true
+      state.beginTurn(thread, side: side)
+      return .drain
     }
-    return drains ? drain(side: side) : .none
+    switch arrival {
+    case .stored:
+      return .none
+    case .wait(let waiter):
+      // Dismissed: nothing more could be delivered; the value stays stored.
+      guard waiter.wait() else { return .none }
+      return drain(side: side)
+    case .drain:
+      return drain(side: side)
+    }
   }
 
   @inlinable
@@ -231,6 +291,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
   @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: name)
+    let thread = currentThreadIdentity()
     let (asking, drains) = state.withLock { state -> ([any Subscription], Bool) in
       if state.holding {
         // The first request: the downstream has its subscription, so the hold ends here (a
@@ -239,7 +300,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
         state.delivering = false
         if state.terminal || state.isDone {
           // What waited during the hold is sent by a drain.
-          state.delivering = true
+          state.beginTurn(thread, side: nil)
           return ([], true)
         }
       }
@@ -247,8 +308,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
       state.demand += demand
       let asking = state.ask(demand)
       guard !state.delivering, state.kind == .zip, state.canDeliver else { return (asking, false) }
-      state.delivering = true
-      state.deliveringSide = nil
+      state.beginTurn(thread, side: nil)
       return (asking, true)
     }
     for side in asking { side.request(demand) }
@@ -273,9 +333,10 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
   @inlinable
   func drain(side: Int?) -> Subscribers.Demand {
     while true {
+      var dismissed: [(side: Int, waiter: TurnWaiter)] = []
       let step = state.withLock { state -> Step in
         if state.terminal {
-          state.delivering = false
+          dismissed = state.endTurn()
           guard let failure = state.failure, let downstream = state.downstream else {
             return .stop(owed: .none)
           }
@@ -284,12 +345,19 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
           return .complete(failure, downstream, cancelling: [])
         }
         if state.canDeliver, let downstream = state.downstream {
+          if !state.waiters.isEmpty {
+            // A thread waits for its turn: it delivers the next combination, this call returns.
+            let (side, waiter) = state.waiters.removeFirst()
+            defer { state.owed = .none }
+            let owed = state.owed
+            state.beginTurn(waiter.thread, side: side)
+            return .passed(waiter, owed: owed)
+          }
           state.fresh = false
           if state.demand != .unlimited { state.demand -= 1 }
           return .deliver(state.slots.take(), downstream)
         }
-        state.delivering = false
-        state.deliveringSide = nil
+        dismissed = state.endTurn()
         state.fresh = false
         defer { state.owed = .none }
         if state.isDone {
@@ -298,6 +366,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
         }
         return .stop(owed: state.owed)
       }
+      for (_, waiter) in dismissed { waiter.dismiss() }
       switch step {
       case .deliver(let value, let downstream):
         let more = downstream.receive(value)
@@ -313,6 +382,9 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
         downstream.receive(completion: completion)
         return .none
       case .stop(let owed):
+        return owed
+      case .passed(let waiter, let owed):
+        waiter.grant()
         return owed
       }
     }

@@ -121,6 +121,10 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     case release(Entry)
     /// A thread that waits for the turn, to deliver its value (which it keeps) itself.
     case waiter(TurnWaiter)
+    /// A conduit's drain that ran long on another thread (a request, a replay), continued by
+    /// the turn so that no sender adds to the conduit's queue meanwhile
+    /// (``AnyConduit/continueDrain()``).
+    case drain(Entry)
   }
 
   /// What the holder of ``reader`` does next (``nextHandedOver(_:)``).
@@ -415,6 +419,20 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
       return true
     }
     return (result, garbage)
+  }
+
+  /// Under the lock: hands `work` (a conduit's drain) to the turn in progress — this thread's
+  /// own (queued behind what it delivers), or another thread's — or, if nobody holds it, takes
+  /// the turn to run it (``Claim/draining``). Never ``Claim/nested``: the work must run while no
+  /// sender can offer.
+  @inlinable
+  func handOffToTurn(_ work: HandedOver, _ guarded: inout Guarded, by thread: UInt) -> Claim {
+    let holder = reader.load(ordering: .sequentiallyConsistent)
+    if holder != 0, isThisThreads(holder, thread) {
+      queueBehind(work, &guarded)
+      return .busy
+    }
+    return handOff(work, &guarded, by: thread, needsGrant: false)
   }
 
   /// Under the lock, after an ``update(_:_:)``: hands `work` (a completion or a release) to

@@ -238,6 +238,8 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
         conduits.forEach { $0.receiveFromSubject(completion: completion) }
       case .run(.release(let conduit)):
         conduit.releaseAfterSenders()
+      case .run(.drain(let conduit)):
+        conduit.continueDrain()
       case .run(.waiter):
         Violation.internalInconsistency("a subject ran a waiting sender as handed-over work")
       }
@@ -320,6 +322,17 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     garbage.dispose()
     if claim == .draining { leave(thread: thread) }  // runs the queue first
     return claim != .nested
+  }
+
+  /// Hands the rest of `conduit`'s drain to the turn (see ``Conduit/drain(adding:)``): the
+  /// sender in flight runs it as it leaves, or this thread takes the turn to run it.
+  @usableFromInline
+  func continueDrain(of conduit: AnyConduit<Output, Failure>) {
+    let thread = currentThreadIdentity()
+    let claim = state.withLock {
+      subscribers.handOffToTurn(.drain(conduit), &$0.subscribers, by: thread)
+    }
+    if claim == .draining { leave(thread: thread) }  // runs the queue, the drain included
   }
 
   var subscriberCount: Int { state.withLock { $0.subscribers.list.count } }

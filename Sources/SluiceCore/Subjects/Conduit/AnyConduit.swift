@@ -19,18 +19,22 @@ class AnyConduit<Output, Failure: Error>: @unchecked Sendable {
   @usableFromInline let finishConduit: (AnyConduit, Subscribers.Completion<Failure>) -> Void
   /// ``Conduit/releaseDeferredDownstream()`` for this conduit.
   @usableFromInline let releaseConduit: (AnyConduit) -> Void
+  /// ``Conduit/drain(adding:)`` for this conduit, continued by the subject's turn.
+  @usableFromInline let drainConduit: (AnyConduit) -> Void
 
   @inlinable
   init(
     offerInPlace: @escaping (AnyConduit, Output) -> Void,
     offer: @escaping (AnyConduit, Output) -> Void,
     finish: @escaping (AnyConduit, Subscribers.Completion<Failure>) -> Void,
-    release: @escaping (AnyConduit) -> Void
+    release: @escaping (AnyConduit) -> Void,
+    drain: @escaping (AnyConduit) -> Void
   ) {
     offerInPlaceToConduit = offerInPlace
     offerToConduit = offer
     finishConduit = finish
     releaseConduit = release
+    drainConduit = drain
   }
 
   /// Delivers `value` if the subscriber has demand for it, from the sender that holds the
@@ -54,4 +58,9 @@ class AnyConduit<Output, Failure: Error>: @unchecked Sendable {
   /// none does (see ``SharedSubscriberList``).
   @inlinable @inline(__always)
   final func releaseAfterSenders() { releaseConduit(self) }
+
+  /// Continues a drain that another thread handed to the subject's turn (see
+  /// ``Conduit/drain(adding:)``): no sender can add to the conduit's queue meanwhile.
+  @inlinable @inline(__always)
+  final func continueDrain() { drainConduit(self) }
 }

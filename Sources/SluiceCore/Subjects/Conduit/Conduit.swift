@@ -95,7 +95,8 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       offerInPlace: { unsafeDowncast($0, to: Conduit.self).offerInPlace($1) },
       offer: { unsafeDowncast($0, to: Conduit.self).offer($1) },
       finish: { unsafeDowncast($0, to: Conduit.self).finish($1) },
-      release: { unsafeDowncast($0, to: Conduit.self).releaseDeferredDownstream() })
+      release: { unsafeDowncast($0, to: Conduit.self).releaseDeferredDownstream() },
+      drain: { unsafeDowncast($0, to: Conduit.self).drain(adding: .none) })
   }
 
   /// Runs `body` under the lock with the state machine.
@@ -319,10 +320,29 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   }
 
   /// The drain loop; only the thread that `ConduitState` made the drainer runs it.
+  ///
+  /// **Bounded**: the subject's sender may keep adding to the queue while another thread (a
+  /// `request`, a replay) drains it. After ``TurnWaiter/grantsPerTurn`` deliveries with more
+  /// queued, the drain is handed to the subject's turn (``SubjectCore/continueDrain(of:)``),
+  /// which continues it while no sender can offer, and this call returns.
   @inlinable
   func drain(adding demand: Subscribers.Demand) {
     var more = demand
+    var delivered = 0
     while true {
+      if delivered == TurnWaiter.grantsPerTurn {
+        delivered = 0
+        let parent = withState { state -> Parent? in
+          guard state.downstream != nil, state.queueHead < state.queue.count else { return nil }
+          state.demand += more  // kept for the drain's next step
+          return state.parent
+        }
+        if let parent {
+          parent.continueDrain(of: self)
+          return
+        }
+      }
+      delivered += 1
       let (step, released) = withState {
         state -> (ConduitState<Downstream, Parent>.Step, Downstream?) in
         let step = state.nextStep(adding: more)
