@@ -66,11 +66,13 @@ struct DeliveryTurn {
     return .deliver
   }
 
-  /// `thread` takes the idle turn (to deliver what is queued, e.g. after a request).
+  /// `thread` takes the turn (idle, to deliver what is queued, e.g. after a request; or handed
+  /// to it as a waiter). Its grants are what ``TurnWaiter/grantsPerTurn`` leaves after the
+  /// items already queued for others, so that one call delivers at most that many of theirs.
   @inlinable
   mutating func begin(_ thread: UInt) {
     holder = thread
-    grants = TurnWaiter.grantsPerTurn
+    grants = max(0, TurnWaiter.grantsPerTurn - (appended - taken - waiters.count))
   }
 
   /// Before the holder takes the FIFO's oldest item: the waiter that item belongs to, which

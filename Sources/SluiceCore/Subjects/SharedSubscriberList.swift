@@ -16,18 +16,26 @@ public import Synchronization
 /// completion or a cancel's release that must not overlap it, are queued under the lock with
 /// the list as it is then (``Guarded/handedOver``), and ``pending`` is set; the holder runs the
 /// queue, oldest first, before it gives ``reader`` back. Two rules bound that work:
-/// - one turn accepts at most ``TurnWaiter/grantsPerTurn`` values from other threads without
-///   waiting (``Guarded/grants``, reset when a turn begins). Past that, the sending thread
-///   queues a ``TurnWaiter`` in the value's place and blocks until its turn;
+/// - a turn accepts values from other threads without waiting only while it has grants
+///   (``Guarded/grants``: a turn begun under the lock, by draining or by a pass gets
+///   ``TurnWaiter/grantsPerTurn`` less the values already queued; a turn taken back after a
+///   raced leave is the same call's and gets none). Past that, the sending thread queues a
+///   ``TurnWaiter`` in the value's place and blocks until its turn;
 /// - the holder stops at the first waiter in the queue and hands it the turn (``Next/passed``):
 ///   the waiter delivers its own value and runs what follows it.
 ///
 /// So a `send` (or a `cancel()`, or a completion, that finds the turn free and takes it to run
-/// the queue) returns after its own delivery plus at most `grantsPerTurn` values queued by
-/// others (and what its own subscribers send from inside their deliveries, and releases): a
-/// thread that never stops sending can no longer keep another thread's call delivering its
-/// values, and the queue holds at most `grantsPerTurn` values plus one waiter per blocked
-/// thread. A racing sender waits at most for the turn in progress to reach its place.
+/// the queue) returns after its own delivery plus at most `grantsPerTurn + 1` values queued by
+/// other threads (and what its own subscribers send from inside their deliveries, and
+/// releases): a thread that never stops sending can no longer keep another thread's call
+/// delivering its values, and the queue holds at most that many values plus one waiter per
+/// blocked thread. A racing sender waits at most for the turn in progress to reach its place.
+///
+/// **Proved, not only tested.** `Models/SubjectTurn.pml` models these steps (claim, leave,
+/// hand-off, raced re-claim, waiter hand-over) for spin, which checks every interleaving of
+/// 2–4 senders (CI: `Models/check`): every value delivered exactly once, each sender's in
+/// order; every call returns (no waiter left without its turn, nothing stranded); one call runs
+/// at most `grantsPerTurn + 1` values of other threads; nothing left queued, pending or held.
 ///
 /// **Order.** The queue is the order in which sends were serialised (under the lock, or by
 /// taking ``reader``): every subscriber receives the values in that one order, each thread's in
@@ -103,6 +111,9 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     @usableFromInline var handedOverHead = 0
     /// How many more values other threads may hand to this turn without waiting.
     @usableFromInline var grants = TurnWaiter.grantsPerTurn
+    /// How many values the queue holds (waiters not counted): a new turn's grants are what is
+    /// left of ``TurnWaiter/grantsPerTurn`` after them.
+    @usableFromInline var valuesQueued = 0
 
     @inlinable init() {}
 
@@ -239,6 +250,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
         .exchanged
     {
       readerThread.store(thread, ordering: .relaxed)
+      beginTurn(&guarded)
       return .claimed(address)
     }
     if holder != 0, isThisThreads(holder, thread) {
@@ -252,6 +264,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   /// waits), and sets ``pending`` so that ``leave()`` runs it.
   @inlinable
   func queueBehind(_ work: HandedOver, _ guarded: inout Guarded) {
+    if case .value = work { guarded.valuesQueued += 1 }
     guarded.handedOver.append(work)
     handOver.store(Self.pending, ordering: .relaxed)
   }
@@ -270,6 +283,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
       guarded.handedOver.append(.waiter(waiter.unsafelyUnwrapped))
     } else {
       if needsGrant { guarded.grants -= 1 }
+      if case .value = work { guarded.valuesQueued += 1 }
       guarded.handedOver.append(work)
       waiter = nil
     }
@@ -285,13 +299,22 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     readerThread.store(thread, ordering: .relaxed)
     beginTurn(&guarded)
     // This thread runs the queue now: its value needs no waiter.
-    if waiter != nil { guarded.handedOver[guarded.handedOver.count - 1] = work }
+    if waiter != nil {
+      guarded.handedOver[guarded.handedOver.count - 1] = work
+      guarded.valuesQueued += 1
+    }
     return .draining
   }
 
-  /// Under the lock: a turn begins (``reader`` taken to drain, or handed to a waiter).
+  /// Under the lock: a turn begins (``reader`` taken under the lock or to drain, or handed to a
+  /// waiter): its grants are what ``TurnWaiter/grantsPerTurn`` leaves after the values already
+  /// queued, so that a call runs at most that many values of others (plus one: see the model,
+  /// `Models/SubjectTurn.pml`). A sender that takes ``reader`` without the lock and one that
+  /// takes it back after a raced leave (``claimToDrain(_:by:)``, the same call) begin none.
   @inlinable
-  func beginTurn(_ guarded: inout Guarded) { guarded.grants = TurnWaiter.grantsPerTurn }
+  func beginTurn(_ guarded: inout Guarded) {
+    guarded.grants = max(0, TurnWaiter.grantsPerTurn - guarded.valuesQueued)
+  }
 
   @inlinable
   func isThisThreads(_ holder: UInt, _ thread: UInt) -> Bool {
@@ -343,8 +366,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
         .exchanged
     else { return false }
     readerThread.store(thread, ordering: .relaxed)
-    beginTurn(&guarded)
-    return true
+    return true  // the same call's turn goes on: no new grants
   }
 
   /// Under the lock, by the holder of ``reader``: the oldest work queued; the turn handed to
@@ -359,6 +381,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     }
     let work = guarded.handedOver[guarded.handedOverHead]
     guarded.handedOverHead += 1
+    if case .value = work { guarded.valuesQueued -= 1 }
     if guarded.isIdle {
       guarded.handedOver.removeAll(keepingCapacity: true)
       guarded.handedOverHead = 0

@@ -12,7 +12,7 @@ import Synchronization
 /// delivered. Every subscriber receives the values in one order, the order the sends were
 /// serialised in, each thread's in the order sent; nothing demanded is lost and nothing
 /// duplicated. **Bounded calls**: a `send`, `send(completion:)` or `cancel()` returns after its
-/// own work plus at most one turn's grants of values handed over by others.
+/// own work plus at most `grantsPerTurn + 1` values handed over by others.
 /// **Completion**: delivered once to each attached subscriber and replayed to later
 /// ones (after `Subscriptions.empty`); values after completion are ignored.
 /// **Cost**: attaching and detaching a subscriber take constant amortised time, however many
