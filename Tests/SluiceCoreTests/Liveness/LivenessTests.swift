@@ -23,8 +23,12 @@ struct LivenessTests {
       var inside = false
     }
     let state = Mutex(State())
+    /// How much work each value costs (200: about a microsecond, as a real sink might).
+    let work: Int
 
-    /// Records `value` and does about a microsecond of work, as a real sink might.
+    init(work: Int = 200) { self.work = work }
+
+    /// Records `value` and does `work` steps of work.
     func receive(_ value: Int) {
       state.withLock { state in
         if state.inside { state.overlaps += 1 }
@@ -35,7 +39,7 @@ struct LivenessTests {
         state.last[sender] = value
       }
       var spin = 0
-      for step in 0..<200 { spin &+= step }
+      for step in 0..<work { spin &+= step }
       state.withLock { $0.inside = false }
       withExtendedLifetime(spin) {}
     }
@@ -258,5 +262,28 @@ struct LivenessTests {
       a.combineLatest(b).sink { record.receive($0.0) }
     }
     #expect(state.overlaps == 0)
+  }
+
+  // (Foundation on Linux may serialise the two threads' posts itself; the test holds either way.)
+  @Test("NotificationCenter.publisher: a second thread's posts return while another never stops")
+  func notificationCenter() async {
+    let center = NotificationCenter()
+    let name = Notification.Name("LivenessTests.tick")
+    let record = Record(work: 20_000)  // slower than a post: the deliverer falls behind
+    let sink = center.publisher(for: name).sink { note in
+      record.receive(note.userInfo?["value"] as? Int ?? -1)
+    }
+    let producer = RacingProducer { center.post(name: name, object: nil, userInfo: ["value": $0]) }
+    let returned = await callsReturn(whileRunning: producer) {
+      for index in 0..<2_000 {
+        center.post(name: name, object: nil, userInfo: ["value": Self.callerValue(index)])
+      }
+    }
+    #expect(returned, "every call returned while the producer ran")
+    let state = record.snapshot
+    #expect(state.last[1] == Self.callerValue(1_999), "every post of the caller arrived")
+    #expect(state.outOfOrder == 0)
+    #expect(state.overlaps == 0)
+    withExtendedLifetime(sink) {}
   }
 }
