@@ -209,7 +209,8 @@ final class SlowAttacher: Subscriber, @unchecked Sendable {
     let task =
       Mirror(reflecting: subscription).children.first { $0.label == "task" }?.value
       as? URLSessionDataTask
-    for _ in 0..<5_000 where task?.state != .completed { usleep(1_000) }
+    // Up to a minute: on a loaded machine the session's queue may take seconds to run it.
+    for _ in 0..<60_000 where task?.state != .completed { usleep(1_000) }
     let completed = task?.state == .completed
     // The completion handler runs on the session's serial delegate queue: once an operation
     // added after it has run, so has the handler.
