@@ -2,7 +2,8 @@ import Sluice
 import SluiceTesting
 
 /// A `PassthroughSubject` feeding a fast and a slow subscriber, a `CurrentValueSubject` whose
-/// subscriber catches up with the latest value, and one subscription shared by `autoconnect()`.
+/// subscriber catches up with the latest value, a subscriber that clamps the value from inside
+/// `receive`, and one subscription shared by `autoconnect()`.
 @Sendable func subjectsTour() async -> [String] {
   var lines: [String] = []
 
@@ -23,6 +24,16 @@ import SluiceTesting
   status.value = "ready"  // ...and this too
   watcher.request(.max(1))  // ...but the next request delivers the latest value
   lines.append("CurrentValueSubject subscriber saw \(watcher.values)")
+
+  // A subscriber that clamps the value from inside `receive`: its `value = 10` is queued behind
+  // the value being delivered, so every subscriber sees the values in one order and ends on 10.
+  let volume = CurrentValueSubject<Int, Never>(5)
+  var shown: [Int] = []
+  let clamp = volume.sink { if $0 > 10 { volume.value = 10 } }
+  let label = volume.sink { shown.append($0) }
+  volume.value = 42
+  lines.append("clamped from inside receive: the label saw \(shown), the value is \(volume.value)")
+  withExtendedLifetime((clamp, label)) {}
 
   // One upstream subscription shared by every subscriber: connected by the first, and
   // disconnected when the last cancels.

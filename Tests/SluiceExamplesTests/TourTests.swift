@@ -20,6 +20,7 @@ let expectedTour: [String] = [
   "unlimited demand got [100, 101, 99, 102], then finished",
   "demand of 2 got [100, 101]: the rest was dropped, as in Combine",
   "CurrentValueSubject subscriber saw [\"idle\", \"ready\"]",
+  "clamped from inside receive: the label saw [5, 42, 10], the value is 10",
   "autoconnect: [\"left saw AAPL\", \"right saw AAPL\", \"right saw MSFT\"]",
   "== Future and AsyncFuture, awaited from a task",
   "awaited 42 from a Future",

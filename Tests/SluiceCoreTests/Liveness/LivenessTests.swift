@@ -50,17 +50,22 @@ struct LivenessTests {
   /// The caller's values: sender 1's numbers (the producer is sender 0).
   static func callerValue(_ index: Int) -> Int { 1_000_000 + index }
 
-  @Test("PassthroughSubject: a second thread's sends return while the first sends without pause")
-  func subjectSend() async {
+  /// A subject with a recording sink, and a producer thread sending into it without pause.
+  func racedSubject() -> (PassthroughSubject<Int, Never>, Record, AnyCancellable, RacingProducer) {
     let subject = PassthroughSubject<Int, Never>()
     let record = Record()
     let sink = subject.sink { record.receive($0) }
-    let shared = Shared(subject)
-    let producer = RacingProducer { shared.value.send($0) }
+    let producer = RacingProducer { subject.send($0) }
+    return (subject, record, sink, producer)
+  }
+
+  @Test("PassthroughSubject: a second thread's sends return while the first sends without pause")
+  func subjectSend() async {
+    let (subject, record, sink, producer) = racedSubject()
     let returned = await callsReturn(whileRunning: producer) {
       for index in 0..<200 {
-        shared.value.send(Self.callerValue(index))
-        usleep(100)
+        subject.send(Self.callerValue(index))
+        usleep(100)  // paced like taps, not waiting for anything
       }
     }
     #expect(returned, "every call returned while the producer ran")
@@ -73,13 +78,9 @@ struct LivenessTests {
 
   @Test("PassthroughSubject: values sent back to back from two threads all return, in order")
   func subjectSendBackToBack() async {
-    let subject = PassthroughSubject<Int, Never>()
-    let record = Record()
-    let sink = subject.sink { record.receive($0) }
-    let shared = Shared(subject)
-    let producer = RacingProducer { shared.value.send($0) }
+    let (subject, record, sink, producer) = racedSubject()
     let returned = await callsReturn(whileRunning: producer) {
-      for index in 0..<20_000 { shared.value.send(Self.callerValue(index)) }
+      for index in 0..<20_000 { subject.send(Self.callerValue(index)) }
     }
     #expect(returned, "every call returned while the producer ran")
     let state = record.snapshot
@@ -98,11 +99,9 @@ struct LivenessTests {
     let sink = subject.sink(
       receiveCompletion: { _ in finished.add(1, ordering: .relaxed) },
       receiveValue: { record.receive($0) })
-    let shared = Shared(subject)
-    let producer = RacingProducer { shared.value.send($0) }
+    let producer = RacingProducer { subject.send($0) }
     let returned = await callsReturn(whileRunning: producer) {
-      usleep(1_000)
-      shared.value.send(completion: .finished)
+      subject.send(completion: .finished)
     }
     #expect(returned, "every call returned while the producer ran")
     #expect(finished.load(ordering: .relaxed) == 1)
@@ -112,15 +111,11 @@ struct LivenessTests {
   @Test(
     "PassthroughSubject: subscribe and cancel from a second thread return; memory stays bounded")
   func subjectSubscribeAndCancel() async {
-    let subject = PassthroughSubject<Int, Never>()
-    let record = Record()
-    let sink = subject.sink { record.receive($0) }
-    let shared = Shared(subject)
-    let producer = RacingProducer { shared.value.send($0) }
+    let (subject, _, sink, producer) = racedSubject()
     let returned = await callsReturn(whileRunning: producer) {
       for _ in 0..<2_000 {
         let other = Record()
-        let subscription = shared.value.sink { other.receive($0) }
+        let subscription = subject.sink { other.receive($0) }
         subscription.cancel()
       }
     }
@@ -135,13 +130,12 @@ struct LivenessTests {
     let subject = CurrentValueSubject<Int, Never>(-1)
     let record = Record()
     let sink = subject.sink { record.receive($0) }
-    let shared = Shared(subject)
-    let producer = RacingProducer { shared.value.value = $0 }
+    let producer = RacingProducer { subject.value = $0 }
     let disordered = Atomic<Int>(0)
     let returned = await callsReturn(whileRunning: producer) {
       for _ in 0..<2_000 {
         let other = Record()
-        let subscription = shared.value.sink { other.receive($0) }
+        let subscription = subject.sink { other.receive($0) }
         subscription.cancel()
         disordered.add(other.snapshot.outOfOrder, ordering: .relaxed)
       }
@@ -165,8 +159,7 @@ struct LivenessTests {
       },
       receiveCompletion: { _ in })
     subject.subscribe(subscriber)
-    let shared = Shared(subject)
-    let producer = RacingProducer { shared.value.send($0) }
+    let producer = RacingProducer { subject.send($0) }
     let returned = await callsReturn(whileRunning: producer) {
       for _ in 0..<2_000 { subscription.value?.request(.max(1)) }
     }
@@ -181,10 +174,9 @@ struct LivenessTests {
     let subject = CurrentValueSubject<Int, Never>(-1)  // below the producer's first value
     let record = Record()
     let sink = subject.sink { record.receive($0) }
-    let shared = Shared(subject)
-    let producer = RacingProducer { shared.value.value = $0 }
+    let producer = RacingProducer { subject.value = $0 }
     let returned = await callsReturn(whileRunning: producer) {
-      for index in 0..<2_000 { shared.value.value = Self.callerValue(index) }
+      for index in 0..<2_000 { subject.value = Self.callerValue(index) }
     }
     #expect(returned, "every call returned while the producer ran")
     #expect(record.snapshot.last[1] == Self.callerValue(1_999))
@@ -202,10 +194,9 @@ struct LivenessTests {
     let b = PassthroughSubject<Int, Never>()
     let record = Record()
     let subscription = pipeline(a, b, record)
-    let (sharedA, sharedB) = (Shared(a), Shared(b))
-    let producer = RacingProducer { sharedB.value.send($0) }
+    let producer = RacingProducer { b.send($0) }
     let returned = await callsReturn(whileRunning: producer) {
-      for index in 0..<2_000 { sharedA.value.send(Self.callerValue(index)) }
+      for index in 0..<2_000 { a.send(Self.callerValue(index)) }
     }
     #expect(returned, "every call returned while the producer ran")
     withExtendedLifetime(subscription) {}
@@ -246,8 +237,7 @@ struct LivenessTests {
           return .max(1)
         },
         receiveCompletion: { _ in }))
-    let sharedB = Shared(b)
-    let producer = RacingProducer { sharedB.value.send($0) }
+    let producer = RacingProducer { b.send($0) }
     let returned = await callsReturn(whileRunning: producer) {
       for _ in 0..<2_000 { subscription.value?.request(.max(1)) }
     }

@@ -13,8 +13,6 @@ class AnyConduit<Output, Failure: Error>: @unchecked Sendable {
   // Safety: immutable; subclasses carry their own rule.
   /// ``Conduit/offerInPlace(_:)`` for this conduit (passed in: capturing it would be a cycle).
   @usableFromInline let offerInPlaceToConduit: (AnyConduit, Output) -> Void
-  /// ``Conduit/offer(_:)`` for this conduit.
-  @usableFromInline let offerToConduit: (AnyConduit, Output) -> Void
   /// ``Conduit/finish(_:)`` for this conduit.
   @usableFromInline let finishConduit: (AnyConduit, Subscribers.Completion<Failure>) -> Void
   /// ``Conduit/releaseDeferredDownstream()`` for this conduit.
@@ -25,13 +23,11 @@ class AnyConduit<Output, Failure: Error>: @unchecked Sendable {
   @inlinable
   init(
     offerInPlace: @escaping (AnyConduit, Output) -> Void,
-    offer: @escaping (AnyConduit, Output) -> Void,
     finish: @escaping (AnyConduit, Subscribers.Completion<Failure>) -> Void,
     release: @escaping (AnyConduit) -> Void,
     drain: @escaping (AnyConduit) -> Void
   ) {
     offerInPlaceToConduit = offerInPlace
-    offerToConduit = offer
     finishConduit = finish
     releaseConduit = release
     drainConduit = drain
@@ -42,11 +38,6 @@ class AnyConduit<Output, Failure: Error>: @unchecked Sendable {
   /// conduit's fast path is open.
   @inlinable @inline(__always)
   final func receiveInPlace(_ value: Output) { offerInPlaceToConduit(self, value) }
-
-  /// Delivers `value` if the subscriber has demand for it, from a send that does not hold the
-  /// subject's list (a send from inside a delivery): through the conduit's lock.
-  @inlinable @inline(__always)
-  final func receiveFromSubject(_ value: Output) { offerToConduit(self, value) }
 
   /// Delivers `completion` once, after what is queued.
   @inlinable @inline(__always)

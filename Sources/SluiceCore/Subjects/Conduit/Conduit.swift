@@ -12,8 +12,8 @@ public import Synchronization
 /// |---|---|---|---|
 /// | the sender offers `v` (``offerInPlace(_:)``) | deliver `v` without locking | — | lock path (below) |
 /// | that delivery returns | — (done) | 0, then drain under the lock | — (done) |
-/// | an event from inside that delivery (same thread: a nested send, finish, cancel) | interrupted; the state counts as draining | nothing | — |
-/// | any other event under the lock (a nested offer, finish, cancel, request that adds demand) | 0 | nothing | nothing |
+/// | an event from inside that delivery (same thread: a cancel, say) | interrupted; the state counts as draining | nothing | — |
+/// | any other event under the lock (an offer the path refused, finish, cancel, request that adds demand) | 0 | nothing | nothing |
 /// | `request(n)` while eligible | nothing: demand is `.unlimited` already | — | — |
 /// | the drain goes idle with unlimited demand, nothing queued or owed | — | — | eligible |
 ///
@@ -93,7 +93,6 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     // Non-capturing, so made without a context here, where `Downstream` is known.
     super.init(
       offerInPlace: { unsafeDowncast($0, to: Conduit.self).offerInPlace($1) },
-      offer: { unsafeDowncast($0, to: Conduit.self).offer($1) },
       finish: { unsafeDowncast($0, to: Conduit.self).finish($1) },
       release: { unsafeDowncast($0, to: Conduit.self).releaseDeferredDownstream() },
       drain: { unsafeDowncast($0, to: Conduit.self).drain(adding: .none) })
@@ -207,7 +206,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     // Sequentially consistent, like the claim of the list before it and a cancel's store:
     // either the cancel sees the sender, or the sender sees the cancel.
     guard fast.load(ordering: .sequentiallyConsistent) == Self.eligible else {
-      return offer(value, sender: true)
+      return offer(value)
     }
     // Safety: only this sender delivers while the word is eligible, and nothing writes
     // `fastSlot` meanwhile (see the type).
@@ -226,12 +225,12 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     drain(adding: .none)
   }
 
-  /// A value through the lock: from a nested send, or from the sender when the fast path is
-  /// closed.
+  /// A value through the lock, from the subject's sender when the fast path is closed (a send
+  /// from inside a delivery is queued by the subject, so it never reaches a conduit nested).
   @inlinable
-  func offer(_ value: Output, sender: Bool = false) {
+  func offer(_ value: Output) {
     let action = withState { state in
-      if suspendFastPath(state.parent, sender: sender) == .inFlight { state.draining = true }
+      if suspendFastPath(state.parent, sender: true) == .inFlight { state.draining = true }
       return state.offered(value, replaysCurrentValue: replaysCurrentValue)
     }
     if case .deliver(let downstream) = action {
