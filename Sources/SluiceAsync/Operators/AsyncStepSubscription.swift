@@ -19,7 +19,7 @@ import SluiceCore
 /// | subscription (awaiting) | — | subscribed and delivering while handing self down; then drain | cancel it |
 /// | value `v` | index it; start a task running the step on it | same | drop |
 /// | a step finishes | keep its result; drain | keep its result (the deliverer drains it) | drop |
-/// | drain | while the next result in order is here: dropped → skip; value and demand → deliver; failure → terminal, cancel all, fail; then top up the upstream; all done after a finish → finish | — | — |
+/// | drain | while the next result in order is here: dropped → skip; value and demand → deliver (after 32 deliveries: a new task drains the rest, still delivering); failure → terminal, cancel all, fail; then top up the upstream; all done after a finish → finish | — | — |
 /// | upstream finished | remember it; drain | remember it | drop |
 /// | upstream failed | terminal; cancel the tasks; fail (the deliverer fails, if one is delivering) | same | drop |
 /// | `request(n)` | demand +n; drain; top up the upstream | demand +n | ignore |
@@ -229,8 +229,19 @@ final class AsyncStepSubscription<Input, Downstream: Subscriber>: Subscriber, Su
   // MARK: Delivery
 
   /// Delivers results in order while there is demand; only the thread that set `delivering`.
+  /// After ``batch`` deliveries it leaves the rest to a task of its own (still `delivering`), so
+  /// that a caller's `request`, or a step's task, is not kept delivering for as long as other
+  /// threads keep requesting and steps keep finishing.
   private func drain() {
+    var delivered = 0
     while true {
+      if delivered == Self.batch {
+        // Safety: the subscription is `@unchecked Sendable`; wrapped because its generic
+        // parameters' metatypes are not.
+        let rest = UncheckedSendable { self.drain() }
+        Task(priority: priority) { rest.value() }
+        return
+      }
       let next = state.withLock { state -> Next in
         if let failure = state.pendingFailure, let downstream = state.downstream {
           let (upstream, tasks) = state.end()
@@ -268,6 +279,7 @@ final class AsyncStepSubscription<Input, Downstream: Subscriber>: Subscriber, Su
       }
       switch next {
       case .deliver(let value, let downstream):
+        delivered += 1
         let more = downstream.receive(value)
         if more > 0 { state.withLock { $0.demand += more } }
       case .fail(let failure, let downstream, let tasks, let upstream):
@@ -284,6 +296,9 @@ final class AsyncStepSubscription<Input, Downstream: Subscriber>: Subscriber, Su
       }
     }
   }
+
+  /// Results one drain delivers before it hands the rest to a task.
+  static var batch: Int { 32 }
 
   var description: String { name }
   var customMirror: Mirror {

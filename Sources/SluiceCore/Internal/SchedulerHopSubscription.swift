@@ -8,7 +8,7 @@
 /// | subscription `s` | subscribed; make the deliver action; hand self downstream | cancel `s` | cancel `s` | cancel `s` |
 /// | value | drop | queue it, schedule an action (``ImmediateScheduler``: run the action now, in the same lock as the queueing); return `.none` | drop | drop |
 /// | completion | drop | queue it, schedule an action: completing | drop | drop |
-/// | action runs | — | deliver the oldest queued value (while the subscription is being handed down: reschedule once it is); request what it returns | same; the completion: terminal, drop the deliver action | nothing |
+/// | action runs | — | deliver the oldest queued value (while the subscription is being handed down: reschedule once it is; while another thread delivers: leave it to that thread, which hands it back to the scheduler after a batch); request what it returns | same; the completion: terminal, drop the deliver action | nothing |
 /// | `request(n)` | ignore | request `n` upstream | ignore | ignore |
 /// | `cancel()` | terminal | terminal; cancel upstream, drop the queue and the deliver action | terminal, drop the queue and the deliver action | nothing |
 ///
@@ -73,11 +73,31 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     @usableFromInline
     var upstream: (any Subscription)?
 
-    /// The next signal to deliver and whom to deliver it to (`first`: a scheduled action ran;
-    /// otherwise the performer finished one).
+    /// What the thread performing does next.
+    @usableFromInline
+    enum Step {
+      case deliver(Signal, Downstream)
+      case stop
+      /// Schedule one deliver action again (``HandOffQueue/Next/yield``).
+      case yield
+    }
+
+    /// A scheduled action ran on `thread`: the signal it delivers and to whom, or `nil`.
     @inlinable
-    mutating func next(first: Bool) -> (Signal, Downstream)? {
-      deliverable(first ? queue.actionRan() : queue.performed())
+    mutating func first(on thread: UInt) -> (Signal, Downstream)? {
+      deliverable(queue.actionRan(on: thread))
+    }
+
+    /// The performer finished a signal: what it does next.
+    @inlinable
+    mutating func next() -> Step {
+      switch queue.performed() {
+      case .perform(let signal):
+        guard let (signal, downstream) = deliverable(signal) else { return .stop }
+        return .deliver(signal, downstream)
+      case .idle: return .stop
+      case .yield: return .yield
+      }
     }
 
     /// `signal`, taken from the queue to be performed, with the downstream to deliver it to.
@@ -86,7 +106,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
       guard let signal else { return nil }
       guard let downstream else {
         queue.clear()
-        _ = queue.performed()
+        queue.stop()
         return nil
       }
       if case .completion = signal {
@@ -142,8 +162,9 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
       state.phase = .subscribed
       state.upstream = subscription
       state.scheduleDeliver = scheduleDeliver
+      state.queue.runsInline = runsActionsAtOnce
       // Values the downstream's first request brings wait until it has its subscription.
-      state.queue.hold()
+      state.queue.hold(on: currentThreadIdentity())
       return state.downstream
     }
     guard let downstream else {
@@ -158,9 +179,10 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
     if runsActionsAtOnce {
+      let thread = currentThreadIdentity()
       let first = state.withLock { state -> (Signal, Downstream)? in
         guard case .subscribed = state.phase else { return nil }
-        return state.deliverable(state.queue.submitAndRun(.value(input)))
+        return state.deliverable(state.queue.submitAndRun(.value(input), on: thread))
       }
       if let first { perform(first) }
       return .none
@@ -176,6 +198,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
+    let thread = currentThreadIdentity()
     let (scheduleDeliver, first) = state.withLock {
       state -> (ScheduleDeliver?, (Signal, Downstream)?) in
       guard case .subscribed = state.phase else { return (nil, nil) }
@@ -185,7 +208,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
         state.queue.submit(.completion(completion))
         return (state.scheduleDeliver, nil)
       }
-      return (nil, state.deliverable(state.queue.submitAndRun(.completion(completion))))
+      return (nil, state.deliverable(state.queue.submitAndRun(.completion(completion), on: thread)))
     }
     scheduleDeliver?.run()
     if let first { perform(first) }
@@ -195,12 +218,13 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   /// leaves it to that thread), then any signals owed meanwhile.
   @inlinable
   func deliver() {
-    guard let first = state.withLock({ $0.next(first: true) }) else { return }
+    let thread = currentThreadIdentity()
+    guard let first = state.withLock({ $0.first(on: thread) }) else { return }
     perform(first)
   }
 
-  /// Delivers `first`, taken from the queue (this thread is now performing), then every signal
-  /// owed meanwhile, until the queue is idle.
+  /// Delivers `first`, taken from the queue (this thread is now performing), then the signals
+  /// owed meanwhile, until the queue is idle or the run yields the rest to the scheduler.
   @inlinable
   func perform(_ first: consuming (Signal, Downstream)) {
     var (signal, downstream) = first
@@ -214,8 +238,15 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
         let dropped = state.withLock { $0.scheduleDeliver.take() }
         withExtendedLifetime(dropped) {}
       }
-      guard let next = state.withLock({ $0.next(first: false) }) else { return }
-      (signal, downstream) = next
+      switch state.withLock({ $0.next() }) {
+      case .deliver(let nextSignal, let nextDownstream):
+        (signal, downstream) = (nextSignal, nextDownstream)
+      case .stop: return
+      case .yield:
+        resume { self.deliver() }
+        state.withLock { $0.queue.yielded() }
+        return
+      }
     }
   }
 

@@ -47,7 +47,7 @@ extension Publishers {
 /// | value / completion | drop | pass downstream (completion: terminal) | drop |
 /// | `request(n)` | ignore | queue a request, schedule an action | ignore |
 /// | `cancel()` | terminal | terminal; queue the cancel, schedule an action | nothing |
-/// | action runs | — | perform the oldest queued request or cancel upstream | same |
+/// | action runs | — | perform the oldest queued request or cancel upstream (another thread performing: leave it to that thread, which hands it back to the scheduler after a batch) | same |
 @usableFromInline
 final class SubscribeOnSubscription<
   Upstream: Publisher, Context: Scheduler, Downstream: Subscriber
@@ -176,10 +176,15 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   }
 
   /// A scheduled action: makes the call it stands for (or leaves it to the thread already making
-  /// calls), then any calls owed meanwhile.
+  /// calls), then the calls owed meanwhile — after a batch of them, if other threads' actions are
+  /// owed, it hands one action back to the scheduler and the rest to the next run
+  /// (``HandOffQueue``), and returns.
   @inlinable
   func perform() {
-    var next = state.withLock { state in state.queue.actionRan().map { ($0, state.upstream) } }
+    let thread = currentThreadIdentity()
+    var next = state.withLock { state in
+      state.queue.actionRan(on: thread).map { ($0, state.upstream) }
+    }
     while let (call, upstream) = next {
       switch call {
       case .request(let demand): upstream?.request(demand)
@@ -187,7 +192,21 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
         upstream?.cancel()
         state.withLock { $0.upstream = nil }
       }
-      next = state.withLock { state in state.queue.performed().map { ($0, state.upstream) } }
+      let step = state.withLock { state -> HandOffQueue<(Call, (any Subscription)?)>.Next in
+        switch state.queue.performed() {
+        case .perform(let call): .perform((call, state.upstream))
+        case .idle: .idle
+        case .yield: .yield
+        }
+      }
+      switch step {
+      case .perform(let item): next = item
+      case .idle: next = nil
+      case .yield:
+        scheduler.schedule(options: options) { self.perform() }
+        state.withLock { $0.queue.yielded() }
+        next = nil
+      }
     }
   }
 

@@ -1,14 +1,16 @@
-import Foundation
-import Synchronization
+package import Foundation
+package import Synchronization
+
+// Package test support (`package` access: not part of the public API).
 
 /// A thread of its own that runs `produce` in a loop, without pause, until stopped: the
 /// "other thread that never stops sending" of the liveness tests.
-final class RacingProducer: Sendable {
-  let stopped = Atomic<Bool>(false)
-  let iterations = Atomic<Int>(0)
-  let finished = DispatchSemaphore(value: 0)
+package final class RacingProducer: Sendable {
+  package let stopped = Atomic<Bool>(false)
+  package let iterations = Atomic<Int>(0)
+  package let finished = DispatchSemaphore(value: 0)
 
-  init(_ produce: @escaping @Sendable (Int) -> Void) {
+  package init(_ produce: @escaping @Sendable (Int) -> Void) {
     Thread.detachNewThread { [self] in
       var index = 0
       while !stopped.load(ordering: .relaxed) {
@@ -23,7 +25,7 @@ final class RacingProducer: Sendable {
   }
 
   /// Stops the loop and waits for its last `produce` to return.
-  func stop() {
+  package func stop() {
     stopped.store(true, ordering: .relaxed)
     finished.wait()
   }
@@ -33,7 +35,7 @@ final class RacingProducer: Sendable {
 /// `calls` returned within `timeout` while the producer was still running (then stops it).
 /// The timeout is only a safety net for a call that never returns: no timing is asserted. The
 /// waiting happens on a thread of its own too, so that no cooperative-pool thread is blocked.
-func callsReturn(
+package func callsReturn(
   whileRunning producer: RacingProducer, timeout: Duration = .seconds(120),
   _ calls: @escaping @Sendable () -> Void
 ) async -> Bool {
