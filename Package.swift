@@ -41,21 +41,30 @@ let package = Package(
     .executableTarget(
       name: "SluiceTour", dependencies: ["SluiceExamples"], path: "Examples/Tour",
       swiftSettings: strict),
-    .testTarget(
-      name: "SluiceCoreTests", dependencies: ["SluiceCore", "SluiceTesting"],
+    // Helpers shared by the test targets (not a product): racing producers, threads of their own.
+    .target(
+      name: "SluiceTestSupport", path: "Tests/SluiceTestSupport",
       swiftSettings: strict),
     .testTarget(
-      name: "SluiceAsyncTests", dependencies: ["SluiceAsync", "SluiceTesting"],
+      name: "SluiceCoreTests", dependencies: ["SluiceCore", "SluiceTesting", "SluiceTestSupport"],
       swiftSettings: strict),
     .testTarget(
-      name: "SluiceNetworkingTests", dependencies: ["Sluice", "SluiceNetworking", "SluiceTesting"],
+      name: "SluiceAsyncTests",
+      dependencies: ["SluiceAsync", "SluiceTesting", "SluiceTestSupport"],
+      swiftSettings: strict),
+    .testTarget(
+      name: "SluiceNetworkingTests",
+      dependencies: ["Sluice", "SluiceNetworking", "SluiceTesting", "SluiceTestSupport"],
       swiftSettings: strict),
     .testTarget(
       name: "SluiceExamplesTests",
-      dependencies: ["Sluice", "SluiceExamples", "SearchApp", "SluiceTesting"],
+      dependencies: [
+        "Sluice", "SluiceExamples", "SearchApp", "SluiceTesting", "SluiceTestSupport",
+      ],
       swiftSettings: strict),
     .testTarget(
-      name: "SluiceTestingTests", dependencies: ["SluiceCore", "SluiceTesting"],
+      name: "SluiceTestingTests",
+      dependencies: ["SluiceCore", "SluiceTesting", "SluiceTestSupport"],
       swiftSettings: strict),
   ],
   swiftLanguageModes: [.v6]

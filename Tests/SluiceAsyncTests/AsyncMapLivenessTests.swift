@@ -1,5 +1,6 @@
 import Foundation
 import SluiceAsync
+import SluiceTestSupport
 import SluiceTesting
 import Synchronization
 import Testing

@@ -1,5 +1,6 @@
 import Dispatch
 import SluiceAsync
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
@@ -98,7 +99,7 @@ struct AsyncPublisherRuleTests {
       publisher.make().checkingRules(checker).subscribe(recorder)
       #expect(await eventually { recorder.subscription != nil })
       let subscription = Shared(try #require(recorder.subscription))
-      DispatchQueue.concurrentPerform(iterations: 16) { index in
+      await concurrently(16) { index in
         if index == 8 + round % 8 {
           subscription.value.cancel()
         } else {

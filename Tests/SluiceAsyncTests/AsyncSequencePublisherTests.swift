@@ -1,5 +1,6 @@
 import Dispatch
 import SluiceAsync
+import SluiceTestSupport
 import SluiceTesting
 import Synchronization
 import Testing
@@ -133,7 +134,7 @@ struct AsyncSequencePublisherTests {
     let recorder = RecordingSubscriber<Int, TestError>(initialDemand: .none)
     CountingSequence(count: 10_000).publisher.checkingRules(checker).subscribe(recorder)
     let subscription = Shared(recorder.subscription!)
-    DispatchQueue.concurrentPerform(iterations: 64) { _ in subscription.value.request(.max(2)) }
+    await concurrently(64) { _ in subscription.value.request(.max(2)) }
     #expect(await recorder.waitForValues(count: 128).count == 128)
     recorder.cancel()
     #expect(recorder.values == Array(0..<128))

@@ -1,5 +1,6 @@
 import Foundation
 import SluiceAsync
+import SluiceTestSupport
 import SluiceTesting
 import Synchronization
 import Testing
@@ -23,7 +24,7 @@ func fuzz<P: Publisher>(
   return report.scripts
 }
 
-@Suite("RuleFuzzer: every built-in operator under generated scripts")
+@Suite("RuleFuzzer: every built-in operator under generated scripts", .onThreadsOfTheirOwn)
 struct RuleFuzzTests {
   typealias Failure = FuzzUpstream.Failure
 
@@ -171,7 +172,7 @@ struct RuleFuzzTests {
     ) async {
       var fuzzer = RuleFuzzer(seeds: 0..<max(1, fuzzSeeds / 4), maxThreads: 4)
       fuzzer.gracePeriod = .seconds(120)
-      let report = await offTheCooperativePool { [fuzzer] in fuzzer.check(make) }
+      let report = await onThreadOfItsOwn { [fuzzer] in fuzzer.check(make) }
       #expect(report.failure == nil, "\(name): \(report)", sourceLocation: sourceLocation)
     }
     await fuzzBridge("AsyncFuture") { _ in AsyncFuture<Int, Never> { 42 } }
@@ -202,7 +203,7 @@ struct RuleFuzzTests {
     // asyncMap's closure is released once the subscription ends and its tasks are done.
     var releasing = RuleFuzzer(seeds: 0..<max(1, fuzzSeeds / 4), maxThreads: 4)
     releasing.gracePeriod = .seconds(120)
-    let report = await offTheCooperativePool { [releasing] in
+    let report = await onThreadOfItsOwn { [releasing] in
       releasing.check { upstream, token in
         upstream.asyncMap(maxConcurrent: 2) { token.touch($0) }
       }
@@ -216,13 +217,13 @@ struct RuleFuzzTests {
     // Generous: it returns as soon as the subscriber is let go, which on a machine whose cores
     // are busy can take the dispatch queue seconds.
     patient.gracePeriod = .seconds(120)
-    let waited = await offTheCooperativePool { [patient] in
+    let waited = await onThreadOfItsOwn { [patient] in
       patient.check { _ in LetsGoLater(after: .milliseconds(100)) }
     }
     #expect(waited.failure == nil, "\(waited)")
     var hasty = RuleFuzzer(seeds: 0..<3, maxThreads: 1)
     hasty.gracePeriod = .milliseconds(10)
-    let report = await offTheCooperativePool { [hasty] in
+    let report = await onThreadOfItsOwn { [hasty] in
       hasty.check { _ in LetsGoLater(after: .milliseconds(300)) }
     }
     #expect(report.failure?.problems.contains { $0.contains("still referenced") } == true)
@@ -310,14 +311,6 @@ struct IgnoresCancel: Publisher {
     func request(_ demand: Subscribers.Demand) { upstream?.request(demand) }
 
     func cancel() { cancelled = true }  // the bug: the upstream goes on, the downstream is kept
-  }
-}
-
-/// Runs `body` on a dispatch queue's thread: the fuzzer blocks its thread while it waits for a
-/// publisher's tasks, which need the cooperative pool's threads to run.
-func offTheCooperativePool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
-  await withCheckedContinuation { continuation in
-    DispatchQueue.global().async { continuation.resume(returning: body()) }
   }
 }
 

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SluiceAsync
+import SluiceTestSupport
 import SluiceTesting
 import Synchronization
 import Testing
@@ -88,11 +89,6 @@ func report(_ line: String) {
   if ProcessInfo.processInfo.environment["SLUICE_STRESS_REPORT"] != nil { print(line) }
 }
 
-/// Runs `body(thread)` on `threads` threads at once and waits for all of them.
-func onThreads(_ threads: Int, _ body: @escaping @Sendable (Int) -> Void) {
-  DispatchQueue.concurrentPerform(iterations: threads, execute: body)
-}
-
 /// Resident memory of this process, in bytes (Linux: /proc/self/statm).
 func residentBytes() -> Int {
   guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
@@ -124,7 +120,7 @@ final class RandomDemandWatchers: Sendable {
     _ perProducer: Int, _ send: @escaping @Sendable (Int, Int) -> Void,
     finished: @escaping @Sendable (Int) -> Void = { _ in }
   ) {
-    onThreads(StressTests.producers + 1) { thread in
+    runConcurrently(StressTests.producers + 1) { thread in
       guard thread < StressTests.producers else { return self.drive() }
       for index in 0..<perProducer { send(thread, thread * 1_000_000 + index) }
       finished(thread)
@@ -148,7 +144,8 @@ final class RandomDemandWatchers: Sendable {
   }
 }
 
-@Suite("Stress: 8 threads, 10^6 values per path; memory stays flat", .serialized)
+@Suite(
+  "Stress: 8 threads, 10^6 values per path; memory stays flat", .serialized, .onThreadsOfTheirOwn)
 struct StressTests {
   static let producers = 8
   var perProducer: Int { scaled(125_000) }

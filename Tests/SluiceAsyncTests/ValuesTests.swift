@@ -1,5 +1,6 @@
 import Dispatch
 import SluiceAsync
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
@@ -88,15 +89,10 @@ struct ValuesTests {
     }
     // Iteration subscribes when the consumer task starts: wait for that before sending.
     #expect(await eventually { shared.value.hasSubscribers })
-    await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-      DispatchQueue.global().async {
-        DispatchQueue.concurrentPerform(iterations: 8) { thread in
-          for index in 0..<2_000 { shared.value.send(thread * 2_000 + index) }
-        }
-        shared.value.send(completion: .finished)
-        done.resume()
-      }
+    await concurrently(8) { thread in
+      for index in 0..<2_000 { shared.value.send(thread * 2_000 + index) }
     }
+    shared.value.send(completion: .finished)
     let received = await consumer.value
     #expect(received.count == 16_000)
     #expect(Set(received) == Set(0..<16_000))

@@ -1,9 +1,10 @@
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
 @testable import SluiceExamples
 
-@Suite("RuleFuzzer catches the tour's broken operator")
+@Suite("RuleFuzzer catches the tour's broken operator", .onThreadsOfTheirOwn)
 struct RuleFuzzerCatchesTests {
   @Test("an operator ignoring demand is caught, and its script shrunk to a minimal one")
   func brokenOperatorIsCaught() {

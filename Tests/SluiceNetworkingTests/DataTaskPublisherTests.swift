@@ -1,6 +1,7 @@
 import Foundation
 import Sluice
 import SluiceNetworking
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 #endif
 
 /// `URLSession.DataTaskPublisher`, against real `URLSession` tasks answered by ``StubProtocol``.
-@Suite("URLSession.DataTaskPublisher")
+@Suite("URLSession.DataTaskPublisher", .onThreadsOfTheirOwn)
 struct DataTaskPublisherTests {
   let session = StubProtocol.session()
 

@@ -1,10 +1,11 @@
 import Dispatch
 import Foundation
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
-@Suite("RuleChecker")
+@Suite("RuleChecker", .onThreadsOfTheirOwn)
 struct RuleCheckerTests {
   @Test func aWellBehavedPublisherPasses() {
     let checker = RuleChecker()

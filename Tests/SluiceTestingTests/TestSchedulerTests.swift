@@ -1,10 +1,11 @@
 import Dispatch
 import Foundation
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
-@Suite("TestScheduler")
+@Suite("TestScheduler", .onThreadsOfTheirOwn)
 struct TestSchedulerTests {
   final class Log: @unchecked Sendable {
     // Safety: test schedulers run actions on the advancing thread only.

@@ -1,11 +1,12 @@
 import Dispatch
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Synchronization
 import Testing
 
 /// `debounce(for:scheduler:)` on virtual time.
-@Suite("debounce")
+@Suite("debounce", .onThreadsOfTheirOwn)
 struct DebounceTests {
   @Test func publishesTheLastValueOfABurstOnceItIsQuiet() throws {
     let scheduler = DispatchQueue.test
@@ -134,7 +135,7 @@ struct DebounceTests {
     let recorder = RecordingSubscriber<Int, Never>()
     subject.debounce(for: .milliseconds(50), scheduler: DispatchQueue.global())
       .checkingRules(checker).subscribe(recorder)
-    concurrently(8) { producer in
+    await concurrently(8) { producer in
       for index in 0..<200 { subject.send(producer * 1_000 + index) }
     }
     _ = await recorder.waitForValues(count: 1)

@@ -1,10 +1,11 @@
 import Foundation
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
 /// `Timer.publish` and `NotificationCenter.publisher(for:object:)`.
-@Suite("Foundation publishers")
+@Suite("Foundation publishers", .onThreadsOfTheirOwn)
 struct FoundationPublisherTests {
   @Test func notificationsReachASubscriberWithDemandUntilItCancels() throws {
     let center = NotificationCenter()
@@ -35,7 +36,7 @@ struct FoundationPublisherTests {
     let recorder = RecordingSubscriber<Int, Never>()
     center.publisher(for: name).map { $0.userInfo?["n"] as? Int ?? -1 }.checkingRules(checker)
       .subscribe(recorder)
-    concurrently(4) { thread in
+    await concurrently(4) { thread in
       for index in 0..<500 { center.post(name: name, object: nil, userInfo: ["n": index]) }
     }
     #expect(recorder.values.count == 2_000)

@@ -1,10 +1,11 @@
 import Dispatch
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
 /// `merge`, `MergeMany` and `flatMap`.
-@Suite("merge and flatMap")
+@Suite("merge and flatMap", .onThreadsOfTheirOwn)
 struct MergeAndFlatMapTests {
   @Test func mergeAsksEachUpstreamForOneAtATimeAndHoldsOneBeyondTheDemand() throws {
     let a = TestPublisher<Int, Never>()
@@ -55,7 +56,7 @@ struct MergeAndFlatMapTests {
       subjects[0], subjects[1], subjects[2], subjects[3], subjects[4], subjects[5], subjects[6],
       subjects[7]
     ).checkingRules(checker).subscribe(recorder)
-    concurrently(8) { producer in
+    await concurrently(8) { producer in
       for index in 0..<1_000 { subjects[producer].send(producer * 10_000 + index) }
     }
     let values = await recorder.waitForValues(count: 8_000)

@@ -1,13 +1,14 @@
 import Dispatch
 import Foundation
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Synchronization
 import Testing
 
 /// A failure from one upstream of a merge while another upstream's value is being delivered on
 /// another thread: signals stay serial, the failure comes after that value, once.
-@Suite("merge: a failure during a delivery")
+@Suite("merge: a failure during a delivery", .onThreadsOfTheirOwn)
 struct MergeFailureWhileDeliveringTests {
   /// Events in order, with a gate that stops inside `receive` for value 1.
   final class Log: @unchecked Sendable {
@@ -69,14 +70,14 @@ struct MergeFailureWhileDeliveringTests {
   }
 
   @Test("8 upstreams sending and failing from 8 threads: serial, one completion, last")
-  func concurrentValuesAndFailures() {
+  func concurrentValuesAndFailures() async {
     for _ in 0..<200 {
       let subjects = (0..<8).map { _ in PassthroughSubject<Int, TestError>() }
       let checker = RuleChecker()
       let recorder = RecordingSubscriber<Int, TestError>()
       Publishers.MergeMany(subjects).checkingRules(checker).subscribe(recorder)
       let shared = Shared(subjects)
-      concurrently(8) { index in
+      await concurrently(8) { index in
         for value in 0..<50 { shared.value[index].send(value) }
         if index % 3 == 0 { shared.value[index].send(completion: .failure(TestError())) }
       }

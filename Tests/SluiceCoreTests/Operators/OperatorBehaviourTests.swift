@@ -1,11 +1,12 @@
 import Foundation
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
 /// Combine's behaviour that the shared rule suite does not pin: demand sent upstream, early
 /// termination, errors thrown by closures, resubscription, descriptions.
-@Suite("Operator behaviour")
+@Suite("Operator behaviour", .onThreadsOfTheirOwn)
 struct OperatorBehaviourTests {
   /// A test publisher, the operator applied to it, and a recorder with `demand`.
   func attach<P: Publisher>(
@@ -30,7 +31,7 @@ struct OperatorBehaviourTests {
 
   @Test(
     "values racing cancel() through a step operator: the downstream is released once, after both")
-  func stepValuesRacingCancel() {
+  func stepValuesRacingCancel() async {
     for round in 0..<300 {
       weak var weakProbe: Probe<Int, Never>?
       let subscription = Box<any Subscription>()
@@ -46,7 +47,7 @@ struct OperatorBehaviourTests {
       }
       let shared = Shared((upstream.send, subscription.value!))
       let cancelled = Box<Bool>(false)
-      simultaneously(
+      await simultaneously(
         {
           // From before cancel() until after it: some value is in flight when it closes.
           var value = 0
@@ -256,7 +257,7 @@ struct OperatorBehaviourTests {
   }
 
   @Test("print from many threads to one stream loses and interleaves no line")
-  func printConcurrently() throws {
+  func printConcurrently() async throws {
     final class Lines: TextOutputStream, @unchecked Sendable {
       // Safety: `print` writes to its stream from one thread at a time.
       var lines: [String] = []
@@ -267,7 +268,7 @@ struct OperatorBehaviourTests {
     let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
     source.print("p", to: stream).subscribe(recorder)
     let subscription = Shared(try #require(recorder.subscription))
-    concurrently(400) { _ in subscription.value.request(.max(1)) }  // hooks on many threads
+    await concurrently(400) { _ in subscription.value.request(.max(1)) }  // hooks on many threads
     // Each line arrives as `Swift.print(_:to:)` writes it: "", the text, "\n", never interleaved.
     let writes = stream.lines
     #expect(writes.count % 3 == 0)

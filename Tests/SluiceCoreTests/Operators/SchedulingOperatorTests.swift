@@ -1,12 +1,13 @@
 import Dispatch
 import Foundation
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Synchronization
 import Testing
 
 /// `receive(on:)` and `subscribe(on:)`, on virtual time and on real queues.
-@Suite("receive(on:) and subscribe(on:)")
+@Suite("receive(on:) and subscribe(on:)", .onThreadsOfTheirOwn)
 struct SchedulingOperatorTests {
   @Test func receiveOnDeliversValuesAndCompletionInScheduledActionsInOrder() throws {
     let scheduler = DispatchQueue.test
@@ -110,7 +111,7 @@ struct SchedulingOperatorTests {
     subject.receive(on: DispatchQueue.global()).checkingRules(checker).subscribe(recorder)
     let producers = 8
     let perProducer = 500
-    concurrently(producers) { producer in
+    await concurrently(producers) { producer in
       for index in 0..<perProducer { subject.send(producer * 10_000 + index) }
     }
     let values = await recorder.waitForValues(count: producers * perProducer)
@@ -206,7 +207,7 @@ struct SchedulingOperatorTests {
     source.subscribe(on: DispatchQueue.global()).subscribe(recorder)
     while recorder.subscription == nil { await Task.yield() }
     let subscription = Shared(recorder.subscription!)
-    concurrently(64) { _ in subscription.value.request(.max(1)) }
+    await concurrently(64) { _ in subscription.value.request(.max(1)) }
     while source.subscriptions.first?.requests.count != 64 { await Task.yield() }
     #expect(source.subscriptions[0].totalDemand == .max(64))
   }

@@ -1,9 +1,10 @@
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
 /// `drop(untilOutputFrom:)` and `prefix(untilOutputFrom:)`.
-@Suite("untilOutputFrom")
+@Suite("untilOutputFrom", .onThreadsOfTheirOwn)
 struct UntilOutputFromTests {
   @Test func dropDropsUntilTheTriggerSendsThenCancelsTheTrigger() {
     let upstream = TestPublisher<Int, Never>()
@@ -82,7 +83,7 @@ struct UntilOutputFromTests {
       let checker = RuleChecker()
       let recorder = RecordingSubscriber<Int, Never>()
       upstream.prefix(untilOutputFrom: trigger).checkingRules(checker).subscribe(recorder)
-      concurrently(2) { side in
+      await concurrently(2) { side in
         if side == 0 {
           for value in 0..<50 { upstream.send(value) }
         } else {

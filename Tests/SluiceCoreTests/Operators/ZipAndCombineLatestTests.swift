@@ -1,10 +1,11 @@
 import Dispatch
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
 /// `zip` and `combineLatest` (2, 3 and 4 upstreams, with and without a transform).
-@Suite("zip and combineLatest")
+@Suite("zip and combineLatest", .onThreadsOfTheirOwn)
 struct ZipAndCombineLatestTests {
   // MARK: zip
 
@@ -209,7 +210,7 @@ struct ZipAndCombineLatestTests {
     a.zip(b, +).checkingRules(checker).subscribe(zipped)
     let latest = RecordingSubscriber<Int, Never>()
     a.combineLatest(b, +).checkingRules(checker).subscribe(latest)
-    concurrently(2) { side in
+    await concurrently(2) { side in
       for index in 0..<2_000 { (side == 0 ? a : b).send(index) }
     }
     let values = await zipped.waitForValues(count: 2_000)

@@ -1,8 +1,9 @@
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
-@Suite("Multicast, MakeConnectable, Autoconnect")
+@Suite("Multicast, MakeConnectable, Autoconnect", .onThreadsOfTheirOwn)
 struct ConnectableTests {
   @Test func multicastWaitsForConnectAndSharesOneUpstreamSubscription() {
     let upstream = TestPublisher<Int, Never>()
@@ -78,10 +79,10 @@ struct ConnectableTests {
     #expect(recorder.completion == .finished)
   }
 
-  @Test func autoconnectUnderConcurrentSubscribeAndCancel() {
+  @Test func autoconnectUnderConcurrentSubscribeAndCancel() async {
     let upstream = TestPublisher<Int, Never>()
     let shared = Shared(upstream.makeConnectable().autoconnect())
-    concurrently(32) { _ in
+    await concurrently(32) { _ in
       let recorder = RecordingSubscriber<Int, Never>()
       shared.value.subscribe(recorder)
       recorder.cancel()

@@ -1,10 +1,11 @@
 import Dispatch
 import Foundation
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
-@Suite("Just, Optional.Publisher, Result.Publisher")
+@Suite("Just, Optional.Publisher, Result.Publisher", .onThreadsOfTheirOwn)
 struct SingleValuePublisherTests {
   @Test func justDeliversOnDemandThenFinishes() {
     let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
@@ -85,7 +86,7 @@ struct SingleValuePublisherTests {
   }
 }
 
-@Suite("Publishers.Sequence")
+@Suite("Publishers.Sequence", .onThreadsOfTheirOwn)
 struct SequencePublisherTests {
   @Test("max(3) then max(2) delivers exactly 5")
   func exactDemand() {
@@ -140,7 +141,7 @@ struct SequencePublisherTests {
   }
 }
 
-@Suite("Record")
+@Suite("Record", .onThreadsOfTheirOwn)
 struct RecordTests {
   @Test func playsBackValuesAndCompletion() {
     let record = Record<Int, TestError> { recording in
@@ -189,7 +190,7 @@ struct RecordTests {
   }
 }
 
-@Suite("Empty, Fail, Deferred, AnyPublisher")
+@Suite("Empty, Fail, Deferred, AnyPublisher", .onThreadsOfTheirOwn)
 struct SimplePublisherTests {
   @Test func empty() {
     let finishing = RecordingSubscriber<Int, Never>()
@@ -236,7 +237,7 @@ struct SimplePublisherTests {
   }
 }
 
-@Suite("Future")
+@Suite("Future", .onThreadsOfTheirOwn)
 struct FutureTests {
   @Test func runsAtOnceAndSharesTheResult() {
     let runs = Box<Int>(0)
@@ -315,7 +316,7 @@ struct FutureTests {
     }
   }
 
-  @Test func racingFulfilRequestAndCancelDeliverAtMostOnce() {
+  @Test func racingFulfilRequestAndCancelDeliverAtMostOnce() async {
     for _ in 0..<200 {
       let promise = Box<Future<Int, Never>.Promise>()
       let future = Future<Int, Never> { promise.set($0) }
@@ -323,7 +324,7 @@ struct FutureTests {
       let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
       future.checkingRules(checker).subscribe(recorder)
       let shared = Shared((promise.value!, recorder))
-      concurrently(6) { index in
+      await concurrently(6) { index in
         switch index % 3 {
         case 0: shared.value.0(.success(index))
         case 1: shared.value.1.request(.max(1))

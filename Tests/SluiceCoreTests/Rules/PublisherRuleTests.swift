@@ -1,10 +1,11 @@
 import Dispatch
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
 /// The rules every publisher obeys, run against every publisher of the module.
-@Suite("Publisher rules")
+@Suite("Publisher rules", .onThreadsOfTheirOwn)
 struct PublisherRuleTests {
   /// Demand scripts: (initial demand, demand returned after each value).
   static let demandGrid: [(Subscribers.Demand, Subscribers.Demand)] = [
@@ -114,7 +115,7 @@ struct PublisherRuleTests {
       #expect(recorder.completion == .finished)
       return
     }
-    concurrently(64) { _ in subscription.value.cancel() }
+    await concurrently(64) { _ in subscription.value.cancel() }
     subscription.value.request(.unlimited)
     #expect(recorder.values.isEmpty)
     #expect(checker.violations.isEmpty, "\(checker.violations)")
@@ -127,7 +128,7 @@ struct PublisherRuleTests {
       let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
       publisher.make().checkingRules(checker).subscribe(recorder)
       guard let subscription = recorder.subscription.map(Shared.init) else { continue }
-      concurrently(16) { index in
+      await concurrently(16) { index in
         if index == 8 + round % 8 {
           subscription.value.cancel()
         } else {
@@ -153,7 +154,9 @@ struct PublisherRuleTests {
     let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
     publisher.make().checkingRules(checker).subscribe(recorder)
     if let subscription = recorder.subscription.map(Shared.init) {
-      concurrently(max(1, publisher.expected.count)) { _ in subscription.value.request(.max(1)) }
+      await concurrently(max(1, publisher.expected.count)) { _ in
+        subscription.value.request(.max(1))
+      }
     }
     if publisher.latestOnly {
       // combineLatest drops a combination that arrives while another thread delivers (it

@@ -1,4 +1,5 @@
 import Foundation
+import SluiceTestSupport
 import Synchronization
 import Testing
 
@@ -6,7 +7,8 @@ import Testing
 
 /// `RunLoop`'s scheduler wakes the run loop it schedules on: a run loop that sleeps until a far
 /// timer runs an action scheduled from another thread at once, not when the timer fires.
-@Suite("RunLoop scheduler: actions from another thread wake a sleeping run loop")
+@Suite(
+  "RunLoop scheduler: actions from another thread wake a sleeping run loop", .onThreadsOfTheirOwn)
 struct RunLoopWakeTests {
   /// A thread of its own running a run loop whose only timer is ten minutes away.
   final class SleepingRunLoop: @unchecked Sendable {

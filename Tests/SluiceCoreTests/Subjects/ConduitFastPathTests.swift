@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Synchronization
 import Testing
@@ -8,7 +9,7 @@ import Testing
 /// A subject delivers to a subscriber with unlimited demand without locking (one atomic word
 /// elects the deliverer). These tests aim every other event at the moment such a delivery is in
 /// flight: a cancel, a completion, a re-entrant send or request, senders on other threads.
-@Suite("Subject fast path")
+@Suite("Subject fast path", .onThreadsOfTheirOwn)
 struct ConduitFastPathTests {
   /// A subscriber that requests `.unlimited`, keeps its subscription (as many hand-written ones
   /// do), and stops inside `receive` for value 1 until told to go on.
@@ -127,14 +128,14 @@ struct ConduitFastPathTests {
   }
 
   @Test("8 threads sending to 3 sinks: each value once, never two deliveries at a time")
-  func concurrentSendersNeverOverlap() {
+  func concurrentSendersNeverOverlap() async {
     for _ in 0..<20 {
       let subject = PassthroughSubject<Int, Never>()
       let perThread = 2_000
       let sinks = (0..<3).map { _ in OverlapDetector() }
       let cancellables = sinks.map { detector in subject.sink { detector.receive($0) } }
       let shared = Shared(subject)
-      concurrently(8) { thread in
+      await concurrently(8) { thread in
         for index in 0..<perThread { shared.value.send(thread * perThread + index) }
       }
       for detector in sinks {
@@ -152,7 +153,7 @@ struct ConduitFastPathTests {
   }
 
   @Test("cancelling and completing while 4 threads send: nothing after the end, released")
-  func concurrentSendersAgainstCancelAndCompletion() {
+  func concurrentSendersAgainstCancelAndCompletion() async {
     for round in 0..<200 {
       weak var released: OverlapDetector?
       do {
@@ -165,7 +166,7 @@ struct ConduitFastPathTests {
         let cancellable = subject.sink(
           receiveCompletion: { _ in detector.finish() }, receiveValue: { detector.receive($0) })
         let shared = Shared((subject, cancellable))
-        concurrently(5) { thread in
+        await concurrently(5) { thread in
           if thread == 4 {
             if round.isMultiple(of: 2) {
               shared.value.1.cancel()
@@ -186,12 +187,12 @@ struct ConduitFastPathTests {
     }
   }
 
-  @Test func aCurrentValueSubjectReplaysThenDeliversWithoutLocking() {
+  @Test func aCurrentValueSubjectReplaysThenDeliversWithoutLocking() async {
     let subject = CurrentValueSubject<Int, Never>(0)
     let values = Mutex<[Int]>([])
     let cancellable = subject.sink { value in values.withLock { $0.append(value) } }
     let shared = Shared(subject)
-    concurrently(4) { thread in
+    await concurrently(4) { thread in
       for value in 1...500 { shared.value.send(thread * 1_000 + value) }
     }
     let received = values.withLock { $0 }

@@ -1,8 +1,9 @@
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
-@Suite("CurrentValueSubject")
+@Suite("CurrentValueSubject", .onThreadsOfTheirOwn)
 struct CurrentValueSubjectTests {
   @Test func sendsTheCurrentValueOnFirstDemand() {
     let subject = CurrentValueSubject<Int, Never>(1)
@@ -28,10 +29,10 @@ struct CurrentValueSubjectTests {
     #expect(recorder.values == [0, 2, 3, 4])
   }
 
-  @Test func valueIsUpdatedBySendAndReadableFromManyThreads() {
+  @Test func valueIsUpdatedBySendAndReadableFromManyThreads() async {
     let subject = CurrentValueSubject<Int, Never>(0)
     let shared = Shared(subject)
-    concurrently(8) { thread in
+    await concurrently(8) { thread in
       for index in 0..<1_000 {
         shared.value.value = thread * 1_000 + index
         _ = shared.value.value
@@ -55,13 +56,13 @@ struct CurrentValueSubjectTests {
     #expect(late.events == [.subscription("Empty"), .completion(.finished)])
   }
 
-  @Test func concurrentSendersNeverExceedDemand() {
+  @Test func concurrentSendersNeverExceedDemand() async {
     let subject = CurrentValueSubject<Int, Never>(0)
     let checker = RuleChecker()
     let recorder = RecordingSubscriber<Int, Never>(initialDemand: .max(100), demandPerValue: .none)
     subject.checkingRules(checker).subscribe(recorder)
     let shared = Shared(subject)
-    concurrently(8) { thread in
+    await concurrently(8) { thread in
       for index in 0..<1_000 { shared.value.send(thread * 1_000 + index) }
     }
     #expect(recorder.values.count == 100)

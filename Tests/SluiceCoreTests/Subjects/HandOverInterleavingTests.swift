@@ -1,4 +1,5 @@
 import Foundation
+import SluiceTestSupport
 import Synchronization
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// (``SharedSubscriberList/claim(by:)``, the give-back half of ``SharedSubscriberList/leave()``,
 /// hand-offs under the subject's lock) are run in the interleaving a race would produce. The
 /// stress tests reach these windows only by chance.
-@Suite("Subjects: hand-over interleavings, step by step")
+@Suite("Subjects: hand-over interleavings, step by step", .onThreadsOfTheirOwn)
 struct HandOverInterleavingTests {
   typealias List = SharedSubscriberList<Int, Never>
 

@@ -1,12 +1,13 @@
 import Dispatch
 import Foundation
 import SluiceCore
+import SluiceTestSupport
 import Testing
 
 /// A subject with many subscribers: attaching and cancelling them in any order keeps the rest
 /// receiving in attachment order (cancelling is constant-time per subscriber, so an app with
 /// thousands of subscriptions to one subject does not go quadratic when it clears them).
-@Suite("Subjects with many subscribers")
+@Suite("Subjects with many subscribers", .onThreadsOfTheirOwn)
 struct ManySubscribersTests {
   final class Log: @unchecked Sendable {
     // Safety: written by the serial sends of one test thread at a time (and `lock` for the

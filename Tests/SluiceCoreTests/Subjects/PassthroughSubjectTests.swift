@@ -1,10 +1,11 @@
 import Dispatch
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Synchronization
 import Testing
 
-@Suite("PassthroughSubject")
+@Suite("PassthroughSubject", .onThreadsOfTheirOwn)
 struct PassthroughSubjectTests {
   @Test func dropsValuesWithoutSubscribersOrDemand() {
     let subject = PassthroughSubject<Int, Never>()
@@ -127,14 +128,15 @@ struct PassthroughSubjectTests {
     #expect(second.cancelCount == 1)
   }
 
-  @Test func anUpstreamArrivingWhileTheFirstRequestIsMadeIsAskedExactlyOnce() {
+  @Test func anUpstreamArrivingWhileTheFirstRequestIsMadeIsAskedExactlyOnce() async {
     for _ in 0..<500 {
       let upstream = TestSubscription()
       let subject = PassthroughSubject<Int, Never>()
       let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
       subject.subscribe(recorder)
       let shared = Shared(subject)
-      simultaneously({ shared.value.send(subscription: upstream) }, { recorder.request(.max(1)) })
+      await simultaneously(
+        { shared.value.send(subscription: upstream) }, { recorder.request(.max(1)) })
       #expect(upstream.requests == [.unlimited])
       recorder.cancel()
     }
@@ -210,7 +212,7 @@ struct PassthroughSubjectTests {
     for recorder in unlimited + [limited] { subject.checkingRules(checker).subscribe(recorder) }
     let perThread = 5_000
     let shared = Shared(subject)
-    concurrently(8) { thread in
+    await concurrently(8) { thread in
       for index in 0..<perThread { shared.value.send(thread * perThread + index) }
     }
     subject.send(completion: .finished)
@@ -232,12 +234,12 @@ struct PassthroughSubjectTests {
   }
 
   @Test("concurrent send, request, cancel and subscribe stay within the rules")
-  func concurrentMixedTraffic() {
+  func concurrentMixedTraffic() async {
     let subject = PassthroughSubject<Int, Never>()
     let checker = RuleChecker()
     let recorders = (0..<8).map { _ in RecordingSubscriber<Int, Never>(initialDemand: .max(10)) }
     let shared = Shared((subject, recorders))
-    concurrently(32) { index in
+    await concurrently(32) { index in
       let (subject, recorders) = shared.value
       let recorder = recorders[index % 8]
       switch index % 4 {

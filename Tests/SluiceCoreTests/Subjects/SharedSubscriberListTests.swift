@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
@@ -8,7 +9,7 @@ import Testing
 /// The subscriber list a subject's senders read without its lock (``SharedSubscriberList``)
 /// and its storage (``SlotArray``): copy-on-write, release of what it held, and what a sender
 /// sees while subscribers attach and detach on other threads or from inside a delivery.
-@Suite("Subjects: the subscriber list senders read without a lock")
+@Suite("Subjects: the subscriber list senders read without a lock", .onThreadsOfTheirOwn)
 struct SharedSubscriberListTests {
   final class Token {
     let id: Int
@@ -156,7 +157,7 @@ struct SharedSubscriberListTests {
   }
 
   @Test("senders on several threads, subscribers attaching and cancelling meanwhile")
-  func concurrentSendersAndWriters() {
+  func concurrentSendersAndWriters() async {
     final class PerSender: @unchecked Sendable {
       // Safety: a subscriber's values are serial, so `last` has one writer at a time.
       var last = [Int](repeating: -1, count: 4)
@@ -173,7 +174,7 @@ struct SharedSubscriberListTests {
         seen.count += 1
       }
     }
-    concurrently(6) { worker in
+    await concurrently(6) { worker in
       if worker < 4 {
         for index in 0..<5_000 { subject.send(worker * 1_000_000 + index) }
       } else {
@@ -193,13 +194,13 @@ struct SharedSubscriberListTests {
   }
 
   @Test("CurrentValueSubject: a subscriber attaching while values are sent gets them in order")
-  func currentValueAttachRacingSends() {
+  func currentValueAttachRacingSends() async {
     for _ in 0..<200 {
       let subject = CurrentValueSubject<Int, Never>(0)
       let shared = Shared(subject)
       let received = Log()
       let holder = CancellableHolder()
-      simultaneously(
+      await simultaneously(
         { for value in 1...200 { shared.value.send(value) } },
         { holder.set(shared.value.sink { received.append("\($0)") }) })
       let values = received.all.compactMap(Int.init)

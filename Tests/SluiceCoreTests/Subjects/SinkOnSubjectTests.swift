@@ -1,13 +1,15 @@
 import Dispatch
 import Foundation
 import SluiceCore
+import SluiceTestSupport
+import SluiceTesting
 import Testing
 
 /// A `sink` attached straight to a subject: the subject's conduit calls its closure without the
 /// sink's delivery gate and ends the closure's life itself. Whatever the order of cancel,
 /// completion, values and a second subscription, the closure is released exactly once, after
 /// its last call, and never while it runs.
-@Suite("Subjects: a sink's closure when the subject's conduit delivers to it")
+@Suite("Subjects: a sink's closure when the subject's conduit delivers to it", .onThreadsOfTheirOwn)
 struct SinkOnSubjectTests {
   final class Token: @unchecked Sendable {}
 
@@ -145,7 +147,7 @@ struct SinkOnSubjectTests {
   }
 
   @Test("cancel, completion and values racing on three threads: the closure is released once")
-  func racingEnds() {
+  func racingEnds() async {
     for round in 0..<300 {
       let subject = PassthroughSubject<Int, Never>()
       let captured = Weak()
@@ -159,7 +161,7 @@ struct SinkOnSubjectTests {
           receiveValue: { _ in withExtendedLifetime(token) {} })
       }
       let shared = Shared(cancellable)
-      concurrently(3) { worker in
+      await concurrently(3) { worker in
         switch worker {
         case 0: for value in 0..<200 { subject.send(value) }
         case 1: if round % 2 == 0 { subject.send(completion: .finished) }

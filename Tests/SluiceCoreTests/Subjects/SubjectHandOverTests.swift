@@ -1,5 +1,7 @@
 import Dispatch
 import Foundation
+import SluiceTestSupport
+import SluiceTesting
 import Synchronization
 import Testing
 
@@ -9,7 +11,7 @@ import Testing
 /// thread's send is being delivered (``SharedSubscriberList``'s hand-over): nothing waits, and
 /// what was handed over is delivered by the sender in flight, in order, before its `send`
 /// returns.
-@Suite("Subjects: sends racing a delivery are handed to the sender in flight")
+@Suite("Subjects: sends racing a delivery are handed to the sender in flight", .onThreadsOfTheirOwn)
 struct SubjectHandOverTests {
   final class Log: @unchecked Sendable {
     // Safety: every access takes `lock`.
@@ -156,7 +158,7 @@ struct SubjectHandOverTests {
   }
 
   @Test("threads sending while others cancel and one completes: serial, in order, released")
-  func racingSendsCancelsAndCompletion() {
+  func racingSendsCancelsAndCompletion() async {
     final class Seen: @unchecked Sendable {
       // Safety: a subscriber's signals are serial (checked with `inFlight`).
       let inFlight = Atomic<Int>(0)
@@ -194,7 +196,7 @@ struct SubjectHandOverTests {
         all.append(cancellable)
       }
       let cancelled = Shared(Array(all.prefix(2)))
-      concurrently(6) { worker in
+      await concurrently(6) { worker in
         switch worker {
         case 0..<4:
           for index in 0..<500 { shared.value.send(worker * 1_000_000 + index) }
@@ -236,7 +238,7 @@ struct SubjectHandOverTests {
   }
 
   @Test("two threads racing on new subjects: every value once, in each sender's order")
-  func racingSendersLoseNothing() {
+  func racingSendersLoseNothing() async {
     // Many short races on new subjects, so that hand-offs often land while the other sender
     // is leaving, and turns pass to waiting senders.
     for _ in 0..<300 {
@@ -244,7 +246,7 @@ struct SubjectHandOverTests {
       let tally = Tally()
       let sink = subject.sink { tally.receive($0) }
       let shared = Shared(subject)
-      concurrently(2) { sender in
+      await concurrently(2) { sender in
         for index in 0..<200 { shared.value.send(sender * 1_000_000 + index) }
       }
       #expect(tally.received == 400)
@@ -257,7 +259,7 @@ struct SubjectHandOverTests {
   }
 
   @Test("a completion sent after values that were handed over reaches every sink after them")
-  func completionAfterHandedOverValuesLosesNothing() {
+  func completionAfterHandedOverValuesLosesNothing() async {
     for _ in 0..<200 {
       let subject = PassthroughSubject<Int, Never>()
       let tally = Tally()
@@ -266,7 +268,7 @@ struct SubjectHandOverTests {
         receiveValue: { tally.receive($0) })
       let shared = Shared(subject)
       // Sender 0 completes once its 100 sends have returned (some handed over to sender 1).
-      concurrently(2) { sender in
+      await concurrently(2) { sender in
         for index in 0..<100 { shared.value.send(sender * 1_000_000 + index) }
         if sender == 0 { shared.value.send(completion: .finished) }
       }

@@ -1,8 +1,9 @@
 import SluiceCore
+import SluiceTestSupport
 import SluiceTesting
 import Testing
 
-@Suite("Subscribers.Sink")
+@Suite("Subscribers.Sink", .onThreadsOfTheirOwn)
 struct SinkTests {
   /// A sink whose closures capture a `Tracker`; the weak reference shows when they are released.
   static func trackedSink(receiveValue: @escaping (Int) -> Void)
@@ -44,19 +45,19 @@ struct SinkTests {
     #expect(second.requests.isEmpty && second.cancelCount == 1)
   }
 
-  @Test func cancelIsIdempotentThreadSafeAndReleasesClosures() {
+  @Test func cancelIsIdempotentThreadSafeAndReleasesClosures() async {
     let subscription = TestSubscription()
     let (sink, tracker) = Self.trackedSink { _ in }
     sink.receive(subscription: subscription)
     let shared = Shared(sink)
-    concurrently(32) { _ in shared.value.cancel() }
+    await concurrently(32) { _ in shared.value.cancel() }
     #expect(subscription.cancelCount == 1)
     #expect(tracker.object == nil, "closures are released on cancel")
     #expect(sink.receive(1) == .none)
   }
 
   @Test("values racing cancel(): at most one in flight after it returns, closures released once")
-  func valuesRacingCancel() {
+  func valuesRacingCancel() async {
     for _ in 0..<500 {
       let afterCancel = Box<Int>(0)
       let cancelled = Box<Bool>(false)
@@ -65,7 +66,7 @@ struct SinkTests {
       }
       sink.receive(subscription: TestSubscription())
       let shared = Shared(sink)
-      simultaneously(
+      await simultaneously(
         {
           // From before cancel() until after it: some value is in flight when it closes.
           var value = 0
@@ -121,7 +122,7 @@ final class Tracker: @unchecked Sendable {
   func touch() {}
 }
 
-@Suite("Subscribers.Assign")
+@Suite("Subscribers.Assign", .onThreadsOfTheirOwn)
 struct AssignTests {
   final class Model: @unchecked Sendable {
     // Safety: written only by the serial pipeline under test.
@@ -165,7 +166,7 @@ struct AssignTests {
   }
 }
 
-@Suite("AnySubscriber")
+@Suite("AnySubscriber", .onThreadsOfTheirOwn)
 struct AnySubscriberTests {
   @Test func wrapsASubscriberAndKeepsItsIdentityAndDescription() {
     let recorder = RecordingSubscriber<Int, Never>()
@@ -204,13 +205,13 @@ struct AnySubscriberTests {
   }
 }
 
-@Suite("AnyCancellable")
+@Suite("AnyCancellable", .onThreadsOfTheirOwn)
 struct AnyCancellableTests {
-  @Test func cancelRunsOnceFromManyThreads() {
+  @Test func cancelRunsOnceFromManyThreads() async {
     let count = Box<Int>(0)
     let cancellable = AnyCancellable { count.update { $0! += 1 } }
     let shared = Shared(cancellable)
-    concurrently(64) { _ in shared.value.cancel() }
+    await concurrently(64) { _ in shared.value.cancel() }
     #expect(count.value == 1)
   }
 

@@ -27,22 +27,6 @@ final class Probe<Input, Failure: Error>: Subscriber, @unchecked Sendable {
   func receive(completion: Subscribers.Completion<Failure>) { onCompletion(completion) }
 }
 
-/// Runs `first` and `second` at the same time, each on a thread of its own (not a pool that
-/// might run them one after the other), and returns when both have.
-func simultaneously(
-  _ first: @escaping @Sendable () -> Void, _ second: @escaping @Sendable () -> Void
-) {
-  let done = DispatchSemaphore(value: 0)
-  for body in [first, second] {
-    Thread.detachNewThread {
-      body()
-      done.signal()
-    }
-  }
-  done.wait()
-  done.wait()
-}
-
 /// Sends 1 into `subject` from a thread of its own and returns once `entered` is signalled (the
 /// subscriber is inside `receive` for it and stays there until the test lets it go on); the
 /// returned semaphore is signalled when that `send` returns.
@@ -57,11 +41,6 @@ func sendOneFromAnotherThread<Failure: Error>(
   }
   entered.wait()
   return delivered
-}
-
-/// Runs `body(i)` for `i` in `0..<iterations`, spread over every core at once.
-func concurrently(_ iterations: Int, _ body: @Sendable (Int) -> Void) {
-  DispatchQueue.concurrentPerform(iterations: iterations, execute: body)
 }
 
 /// An error for failing publishers in tests.

@@ -1,0 +1,55 @@
+import Foundation
+import Synchronization
+
+// Package test support (`package` access: not part of the public API): blocking work in tests
+// runs on threads of its own, never on a cooperative-pool thread (the pool has one thread per
+// core; a test that blocks one stalls every other test while the cores are busy).
+
+/// Runs `body` on a thread of its own and returns its result; the caller suspends meanwhile,
+/// blocking no cooperative-pool thread.
+package func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
+  await withCheckedContinuation { continuation in
+    Thread.detachNewThread { continuation.resume(returning: body()) }
+  }
+}
+
+/// Runs `body(i)` for every `i` in `0..<iterations` on threads of their own — up to eight at
+/// once, each taking the next `i` — and returns when every call has.
+package func concurrently(_ iterations: Int, _ body: @escaping @Sendable (Int) -> Void) async {
+  await onThreadOfItsOwn { runConcurrently(iterations, body) }
+}
+
+/// Runs `first` and `second` at the same time, each on a thread of its own, and returns when
+/// both have.
+package func simultaneously(
+  _ first: @escaping @Sendable () -> Void, _ second: @escaping @Sendable () -> Void
+) async {
+  await concurrently(2) { $0 == 0 ? first() : second() }
+}
+
+/// `concurrently`, for a caller already on a thread of its own: blocks it until every call
+/// has returned.
+package func runConcurrently(_ iterations: Int, _ body: @escaping @Sendable (Int) -> Void) {
+  let next = NextIndex()
+  let work: @Sendable () -> Void = {
+    while true {
+      let index = next.counter.add(1, ordering: .relaxed).oldValue
+      guard index < iterations else { return }
+      body(index)
+    }
+  }
+  let helpers = min(iterations, 8) - 1
+  let done = DispatchSemaphore(value: 0)
+  for _ in 0..<max(0, helpers) {
+    Thread.detachNewThread {
+      work()
+      done.signal()
+    }
+  }
+  work()
+  for _ in 0..<max(0, helpers) { done.wait() }
+}
+
+private final class NextIndex: Sendable {
+  let counter = Atomic<Int>(0)
+}
