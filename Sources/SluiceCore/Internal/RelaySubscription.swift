@@ -10,10 +10,14 @@ enum RelayNext<NewPublisher, Failure: Error> {
 /// The subscription of `catch`, `tryCatch` and `append`/`prepend` (`Concatenate`): delivers
 /// one upstream, then — when it completes the way that moves on (`catch`: fails,
 /// `Concatenate`: finishes) — subscribes the downstream to the publisher `next` gives, asking it
-/// for the demand still outstanding (see ``RelayState``). A value beyond the outstanding demand,
-/// or a second completion from the upstream it moved on from, traps naming the operator.
-// Safety (`@unchecked Sendable`): mutable state is in `state`'s lock, and `held` is touched only
-// inside `state.withLock`; the downstream, `next` and upstreams are called after unlocking.
+/// for the demand still outstanding (see ``RelayState``). A value from the upstream it moved on
+/// from is dropped. A value beyond the outstanding demand, or a second completion from the
+/// upstream it moved on from, traps naming the operator (`catch`) or is ignored (`Concatenate`,
+/// `lenient`, as Combine's). `next` (and the publisher it holds) is released once used, and on
+/// `cancel()`.
+// Safety (`@unchecked Sendable`): mutable state is in `state`'s lock, and `held` and `next` are
+// touched only inside `state.withLock`; the downstream, `next` and upstreams are called after
+// unlocking.
 @usableFromInline
 final class RelaySubscription<Upstream: Publisher, NewPublisher: Publisher, Downstream: Subscriber>:
   Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
@@ -30,12 +34,15 @@ where
   @usableFromInline @exclusivity(unchecked) var held: Downstream?
   /// Whether a failure (catch) or a finish (Concatenate) moves on to the next publisher.
   @usableFromInline let movesOnFailure: Bool
-  @usableFromInline let next:
-    (Subscribers.Completion<Upstream.Failure>) -> RelayNext<NewPublisher, Downstream.Failure>
+  /// Values beyond demand and second completions are ignored instead of trapping.
+  @usableFromInline let lenient: Bool
+  /// Gives the next publisher; until used or cancelled (guarded by `state`'s lock).
+  @usableFromInline @exclusivity(unchecked) var next:
+    ((Subscribers.Completion<Upstream.Failure>) -> RelayNext<NewPublisher, Downstream.Failure>)?
   @usableFromInline let state = Lock(RelayState())
 
   @inlinable init(
-    _ name: StaticString, downstream: Downstream, movesOnFailure: Bool,
+    _ name: StaticString, downstream: Downstream, movesOnFailure: Bool, lenient: Bool = false,
     next:
       @escaping (Subscribers.Completion<Upstream.Failure>) -> RelayNext<
         NewPublisher, Downstream.Failure
@@ -44,6 +51,7 @@ where
     self.name = name
     held = downstream
     self.movesOnFailure = movesOnFailure
+    self.lenient = lenient
     self.next = next
   }
 
@@ -55,9 +63,19 @@ where
     }
   }
 
+  /// A value from the first upstream.
   @inlinable func receive(_ input: Input) -> Subscribers.Demand {
-    let (delivery, downstream) = state.withLock { state in
-      let delivery = state.delivering(betweenUpstreams: false)
+    receive(input, fromFirst: true)
+  }
+
+  /// A value from the first upstream or (`fromFirst` false) the one it moved on to.
+  @inlinable func receive(_ input: Input, fromFirst: Bool) -> Subscribers.Demand {
+    let lenient = self.lenient
+    let (delivery, downstream) = state.withLock { state -> (RelayState.Delivery, Downstream?) in
+      // The first upstream, once left, is no longer listened to.
+      if fromFirst && state.movedOn { return (.drop, nil) }
+      var delivery = state.delivering(betweenUpstreams: false)
+      if lenient, delivery == .unrequested { delivery = .drop }
       return (delivery, delivery == .deliver ? held : nil)
     }
     guard delivery.admits(operator: description), let downstream else { return .none }
@@ -76,9 +94,12 @@ where
       return state.completed(moveOn: failed == movesOnFailure)
     }
     switch action {
-    case nil: Violation.completionAfterCompletion(operator: description, failed: movesOnFailure)
+    case nil:
+      if lenient { return }
+      Violation.completionAfterCompletion(operator: description, failed: movesOnFailure)
     case .none?: break
     case .end?, .resubscribe?:
+      guard let next = state.withLock({ _ in next.take() }) else { return }
       switch next(completion) {
       case .subscribe(let publisher):
         publisher.receive(subscriber: RelayTail(parent: self))
@@ -101,12 +122,15 @@ where
   }
 
   @inlinable func cancel() {
-    let (upstream, downstream) = state.withLock { state in
-      defer { held = nil }
-      return (state.cancelled(), held)
+    let (upstream, released) = state.withLock { state in
+      defer {
+        held = nil
+        next = nil
+      }
+      return (state.cancelled(), (held, next))
     }
     upstream.cancelIfPresent()
-    withExtendedLifetime(downstream) {}
+    withExtendedLifetime(released) {}
   }
 
   /// The downstream, forgotten: for the completion.
@@ -151,7 +175,9 @@ where
   @inlinable func receive(subscription: any Subscription) {
     parent.receive(subscription: subscription)
   }
-  @inlinable func receive(_ input: Input) -> Subscribers.Demand { parent.receive(input) }
+  @inlinable func receive(_ input: Input) -> Subscribers.Demand {
+    parent.receive(input, fromFirst: false)
+  }
   @inlinable func receive(completion: Subscribers.Completion<Failure>) {
     parent.receiveTail(completion: completion)
   }

@@ -23,9 +23,11 @@ extension Publishers {
   ///
   /// **Demand**: asks the upstream for `size` values and then one per delivered value
   /// (`.keepFull`), or for `.unlimited` (`.byRequest`); the downstream gets values as it
-  /// requests them, oldest first. **When full**: `whenFull` decides. **Completion**: a finish
-  /// waits until the buffer is drained and the downstream has demand; a failure (the upstream's
-  /// or `.customError`'s) is delivered at once and drops what is buffered, as in Combine.
+  /// requests them, oldest first. **When full**: `whenFull` decides; `.customError` cancels the
+  /// upstream and keeps what is buffered: the downstream still gets those values as it requests
+  /// them, then the failure (as Combine). **Completion**: a finish waits until the buffer is
+  /// drained and the downstream has demand; the upstream's failure is delivered at once and
+  /// drops what is buffered, as in Combine. A completion after the first is ignored.
   /// **Cancellation** cancels the upstream and drops the buffer.
   public struct Buffer<Upstream: Publisher>: Publisher {
     public typealias Output = Upstream.Output
@@ -77,10 +79,11 @@ extension Publisher {
 /// | event | subscribed, idle | subscribed, delivering | terminal |
 /// |---|---|---|---|
 /// | value, room | buffer it; drain | buffer it | drop |
-/// | value, full | dropNewest: drop it; dropOldest: drop the oldest, buffer it; customError: fail | same | drop |
+/// | value, full | dropNewest: drop it; dropOldest: drop the oldest, buffer it; customError: remember the failure behind the buffer, cancel the upstream; drain | same (the deliverer drains) | drop |
 /// | finish | remember it; drain | remember it | drop |
 /// | failure | drop the buffer; deliver it | the deliverer delivers it | drop |
-/// | drain | while demand and values: deliver the oldest; then a remembered finish once empty and demand > 0 | — | — |
+/// | a completion after one was remembered | ignore | ignore | drop |
+/// | drain | while demand and values: deliver the oldest; then, once empty, a remembered failure, or a remembered finish when demand > 0 | — | — |
 /// | `request(n)` | demand +n; drain; keepFull: ask the upstream for one per value delivered | demand +n | ignore |
 /// | `cancel()` | terminal; drop the buffer; cancel the upstream | same | nothing |
 @usableFromInline
@@ -124,7 +127,9 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   @usableFromInline
   enum Arrival {
     case drain
-    case fail(Failure, (any Subscription)?)
+    /// The buffer overflowed with `.customError`: cancel the upstream, and drain if this
+    /// thread may deliver.
+    case overflowed((any Subscription)?, drain: Bool)
     case none
   }
 
@@ -178,7 +183,11 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
         case .dropNewest: return .none
         case .dropOldest: _ = state.values.popFirst()
         case .customError(let makeError):
-          return .fail(makeError(), state.upstream)
+          state.completion = .failure(makeError())
+          let upstream = state.upstream.take()
+          guard !state.delivering else { return .overflowed(upstream, drain: false) }
+          state.delivering = true
+          return .overflowed(upstream, drain: true)
         }
       }
       state.values.append(input)
@@ -188,9 +197,9 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     }
     switch arrival {
     case .none: return .none
-    case .fail(let error, let upstream):
+    case .overflowed(let upstream, let drains):
       upstream?.cancel()
-      fail(.failure(error))
+      if drains { _ = drain() }
       return .none
     case .drain:
       // The refill for values delivered here goes back as this call's result.
@@ -213,11 +222,12 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     if drains { _ = drain() }
   }
 
-  /// A failure: delivered at once (the buffer dropped), or by the thread delivering.
+  /// The upstream's failure: delivered at once (the buffer dropped), or by the thread
+  /// delivering.
   @inlinable
   func fail(_ completion: Subscribers.Completion<Failure>) {
     let downstream = state.withLock { state -> Downstream? in
-      guard !state.terminal else { return nil }
+      guard !state.terminal, state.completion == nil, state.subscribed else { return nil }
       state.values.removeAll()
       state.upstream = nil
       state.completion = completion
@@ -265,7 +275,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
           state.delivering = false
           return .stop(refill: 0, upstream: nil)
         }
-        if case .failure = state.completion {
+        if case .failure = state.completion, state.values.isEmpty {
           state.terminal = true
           state.delivering = false
           state.downstream = nil
@@ -305,17 +315,20 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   var description: String { "Buffer" }
   @inlinable
   var customMirror: Mirror {
-    let (values, demand, completion) = state.withLock {
-      state -> ([Input], Subscribers.Demand, Subscribers.Completion<Failure>?) in
+    let (values, phase, demand, completion) = state.withLock {
+      state -> ([Input], String, Subscribers.Demand, Subscribers.Completion<Failure>?) in
       var copy = state.values
       var all: [Input] = []
       while let value = copy.popFirst() { all.append(value) }
-      return (all, state.demand, state.completion)
+      let phase =
+        state.terminal ? "complete" : state.subscribed ? "subscribed" : "awaitingSubscription"
+      return (all, phase, state.demand, state.completion)
     }
     return Mirror(
       self,
       children: [
-        ("values", values), ("downstreamDemand", demand), ("terminal", completion as Any),
+        ("values", values), ("state", phase), ("downstreamDemand", demand),
+        ("terminal", completion as Any),
       ])
   }
   @inlinable

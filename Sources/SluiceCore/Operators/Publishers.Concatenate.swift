@@ -6,8 +6,9 @@ extension Publishers {
   /// subscribed only when `prefix` finishes, and asked at once for the demand still outstanding.
   /// **Ordering**: `prefix`'s values, then `suffix`'s. **Completion**: `suffix`'s completion;
   /// a failure of `prefix` fails at once and `suffix` is never subscribed.
-  /// **Cancellation** cancels the publisher being delivered; `suffix` is released.
-  /// A value beyond the outstanding demand traps, naming the operator.
+  /// **Cancellation** cancels the publisher being delivered; `suffix` is released (also when
+  /// `prefix` failed). As Combine's, a value beyond the outstanding demand, a value `prefix`
+  /// sends after it finished and a second completion are ignored.
   public struct Concatenate<Prefix: Publisher, Suffix: Publisher>: Publisher
   where Prefix.Failure == Suffix.Failure, Prefix.Output == Suffix.Output {
     public typealias Output = Suffix.Output
@@ -31,7 +32,7 @@ extension Publishers {
       let suffix = self.suffix
       prefix.receive(
         subscriber: RelaySubscription<Prefix, Suffix, S>(
-          "Concatenate", downstream: subscriber, movesOnFailure: false,
+          "Concatenate", downstream: subscriber, movesOnFailure: false, lenient: true,
           next: { completion in
             switch completion {
             case .finished: .subscribe(suffix)

@@ -35,16 +35,24 @@ struct BufferTests {
     #expect(recorder.completion == .finished)
   }
 
-  @Test func aFullBufferFailsWithTheCustomErrorAndAFailureDropsWhatIsBuffered() {
+  @Test func aFullBufferKeepsItsValuesThenFailsWithTheCustomError() {
     let upstream = TestPublisher<Int, TestError>()
     let recorder = RecordingSubscriber<Int, TestError>(initialDemand: .none)
-    upstream.buffer(size: 1, prefetch: .byRequest, whenFull: .customError { TestError(code: 9) })
+    upstream.buffer(size: 2, prefetch: .byRequest, whenFull: .customError { TestError(code: 9) })
       .subscribe(recorder)
-    upstream.send(1)
-    upstream.send(2)
+    for value in 1...3 { upstream.send(value) }  // 3 overflows
+    #expect(upstream.subscriptions[0].isCancelled, "the overflow cancels the upstream at once")
+    #expect(recorder.completion == nil, "the failure waits behind the buffered values")
+    upstream.send(4)  // after the cancel: ignored
+    recorder.request(.max(1))
+    #expect(recorder.values == [1])
+    #expect(recorder.completion == nil)
+    recorder.request(.max(1))
+    #expect(recorder.values == [1, 2])
     #expect(recorder.completion == .failure(TestError(code: 9)))
-    #expect(recorder.values == [])
-    #expect(upstream.subscriptions[0].isCancelled)
+  }
+
+  @Test func theUpstreamsFailureDropsWhatIsBuffered() {
     let failing = TestPublisher<Int, TestError>()
     let other = RecordingSubscriber<Int, TestError>(initialDemand: .none)
     failing.buffer(size: 5, prefetch: .keepFull, whenFull: .dropNewest).subscribe(other)
@@ -52,6 +60,29 @@ struct BufferTests {
     failing.send(completion: .failure(TestError(code: 1)))
     #expect(other.completion == .failure(TestError(code: 1)))
     #expect(other.values == [])
+  }
+
+  @Test func aFailureAfterAHeldFinishIsIgnored() {
+    let upstream = TestPublisher<Int, TestError>()
+    let recorder = RecordingSubscriber<Int, TestError>(initialDemand: .none)
+    upstream.buffer(size: 5, prefetch: .byRequest, whenFull: .dropNewest).subscribe(recorder)
+    upstream.send(1)
+    upstream.send(completion: .finished)  // held: no demand
+    upstream.send(completion: .failure(TestError(code: 2)))  // a second completion
+    #expect(recorder.completion == nil)
+    recorder.request(.max(2))
+    #expect(recorder.values == [1])
+    #expect(recorder.completion == .finished)
+  }
+
+  @Test func itsMirrorShowsTheState() throws {
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
+    Empty<Int, Never>(completeImmediately: false)
+      .buffer(size: 2, prefetch: .byRequest, whenFull: .dropNewest).subscribe(recorder)
+    let subscription = try #require(recorder.subscription)
+    #expect(
+      Mirror(reflecting: subscription).children.map(\.label)
+        == ["values", "state", "downstreamDemand", "terminal"])
   }
 
   @Test func aSizeBelowOneTraps() async {

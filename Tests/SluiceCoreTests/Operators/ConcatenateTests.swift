@@ -67,15 +67,41 @@ struct ConcatenateTests {
     #expect(Just(1).append(Just(2)) == Just(1).append(Just(2)))
   }
 
-  @Test func aPrefixValueBeyondTheDemandTraps() async {
-    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-      let prefix = TestPublisher<Int, Never>()
-      prefix.append(Empty()).subscribe(RecordingSubscriber<Int, Never>(initialDemand: .max(1)))
-      prefix.send(1)
-      prefix.send(2)
+  @Test func aValueBeyondTheDemandAndASecondCompletionAreIgnoredAsCombine() {
+    let prefix = HeldPublisher<Int, Never>()
+    let suffix = HeldPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .max(1))
+    prefix.append(suffix).subscribe(recorder)
+    prefix.send(subscription: Subscriptions.empty)
+    _ = prefix.send(1)
+    _ = prefix.send(2)  // beyond the demand: ignored
+    prefix.send(completion: .finished)
+    prefix.send(completion: .finished)  // a second completion: ignored
+    suffix.send(subscription: Subscriptions.empty)
+    #expect(recorder.values == [1])
+    recorder.request(.max(2))
+    _ = prefix.send(3)  // the finished prefix still sending: not delivered
+    _ = suffix.send(4)
+    suffix.send(completion: .finished)
+    #expect(recorder.values == [1, 4])
+    #expect(recorder.completion == .finished)
+  }
+
+  @Test func cancelReleasesTheSuffixWhileTheSubscriptionLives() throws {
+    final class Token: Sendable {}
+    weak var released: Token?
+    let prefix = TestPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    do {
+      let token = Token()
+      released = token
+      prefix.append(Deferred { withExtendedLifetime(token) { Empty<Int, Never>() } })
+        .subscribe(recorder)
     }
-    #expect(
-      standardError(of: result).contains(
-        "API Violation: Concatenate received a value with no outstanding demand"))
+    #expect(released != nil)
+    let subscription = try #require(recorder.subscription)
+    subscription.cancel()
+    #expect(released == nil, "the suffix (and what it holds) is let go on cancel")
+    withExtendedLifetime(subscription) {}
   }
 }
