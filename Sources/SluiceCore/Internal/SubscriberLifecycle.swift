@@ -52,10 +52,11 @@ struct SubscriberLifecycle<Payload> {
 
   /// The payload to handle the completion with (released by the caller afterwards), or `nil`
   /// when already terminal. The upstream is forgotten without being cancelled (it completed).
-  @inlinable mutating func receivedCompletion() -> (
+  @inlinable mutating func receivedCompletion(beforeSubscription: Bool = true) -> (
     payload: Payload?, upstream: (any Subscription)?
   ) {
     guard phase != .terminal else { return (nil, nil) }
+    if !beforeSubscription && phase == .awaitingSubscription { return (nil, nil) }
     phase = .terminal
     return (heldPayload.take(), upstream.take())
   }
@@ -107,9 +108,12 @@ struct LifecycleBox<Payload>: ~Copyable {
     lifecycle.withLock { $0.receivedValue(beforeSubscription: beforeSubscription) }
   }
 
-  /// The payload to handle the completion with; the box forgets it.
-  @inlinable func payloadForCompletion() -> Payload? {
-    let (payload, upstream) = lifecycle.withLock { $0.receivedCompletion() }
+  /// The payload to handle the completion with; the box forgets it. `beforeSubscription`
+  /// false: a completion before the subscription is ignored (and the box stays as it was).
+  @inlinable func payloadForCompletion(beforeSubscription: Bool = true) -> Payload? {
+    let (payload, upstream) = lifecycle.withLock {
+      $0.receivedCompletion(beforeSubscription: beforeSubscription)
+    }
     withExtendedLifetime(upstream) {}  // released after unlocking
     return payload
   }

@@ -46,7 +46,8 @@ struct TriggerSubscriber<Input, Parent: TriggeredSubscription>: Subscriber,
 
 /// The trigger's side of a ``TriggeredSubscription``'s state: the trigger is asked for one
 /// value, and cancelled once it has sent it or the operator ends (Combine keeps it: a trigger
-/// that never completes would keep the operator and its downstream alive).
+/// that never completes would keep the operator and its downstream alive) — never after it
+/// completed. A value the trigger sends before its subscription is ignored, as Combine does.
 @usableFromInline
 struct TriggerState {
   @usableFromInline
@@ -55,24 +56,32 @@ struct TriggerState {
   var fired = false
   @usableFromInline
   var done = false
+  /// The trigger has handed over its subscription.
+  @usableFromInline
+  var subscribed = false
 
   /// A subscription from the trigger: whether to keep it (the caller requests `.max(1)`).
   @inlinable
   mutating func attached(_ subscription: any Subscription) -> Bool {
-    guard self.subscription == nil, !fired, !done else { return false }
+    guard !subscribed, !fired, !done else { return false }
+    subscribed = true
     self.subscription = subscription
     return true
   }
 
-  /// The trigger sent a value: `nil` if it already had (or the operator ended), else the
-  /// subscription to cancel.
+  /// The trigger sent a value: `nil` if it already had, has not subscribed yet (ignored, as
+  /// Combine does) or the operator ended; else the subscription to cancel.
   @inlinable
   mutating func fire() -> (any Subscription)?? {
-    guard !fired, !done else { return nil }
+    guard subscribed, !fired, !done else { return nil }
     fired = true
     defer { subscription = nil }
     return .some(subscription)
   }
+
+  /// The trigger completed: it is not cancelled later.
+  @inlinable
+  mutating func completed() { subscription = nil }
 
   /// The operator ended: the subscription to cancel.
   @inlinable

@@ -54,9 +54,9 @@ extension Publisher {
 /// | upstream subscribes | keep it; request what is outstanding | same | cancel it |
 /// | `request(n)` | outstanding +n; request n | same | ignore |
 /// | upstream value | drop it; outstanding −1 | deliver it | drop |
-/// | upstream completion | terminal; cancel the trigger; deliver it | same | drop |
-/// | trigger value | triggered; cancel the trigger | — | — |
-/// | trigger completion | terminal; cancel the upstream; deliver it | ignore | ignore |
+/// | upstream completion | terminal; cancel the trigger (not the upstream); deliver it | same | drop |
+/// | trigger value (before the trigger's subscription: ignored) | triggered; cancel the trigger | — | — |
+/// | trigger completion | terminal; cancel the upstream (not the trigger); deliver it | ignore | ignore |
 /// | `cancel()` | terminal; cancel both; release the downstream | same | nothing |
 @usableFromInline
 final class DropUntilOutputSubscription<Input, Failure: Error, Downstream: Subscriber>:
@@ -126,7 +126,12 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
 
   @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
-    guard let cancelling = state.withLock({ $0.terminal ? nil : $0.end() }) else { return }
+    let cancelling = state.withLock { state -> [any Subscription]? in
+      guard !state.terminal else { return nil }
+      state.upstream = nil  // it completed: not cancelled
+      return state.end()
+    }
+    guard let cancelling else { return }
     for subscription in cancelling { subscription.cancel() }
     delivery.send(.completion(completion))
   }
@@ -151,6 +156,7 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
   func triggerReceive(completion: Subscribers.Completion<Failure>) {
     let cancelling = state.withLock { state -> [any Subscription]? in
       guard !state.terminal, !state.trigger.fired else { return nil }
+      state.trigger.completed()  // it completed: not cancelled
       return state.end()
     }
     guard let cancelling else { return }

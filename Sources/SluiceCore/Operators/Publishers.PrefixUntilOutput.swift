@@ -49,8 +49,8 @@ extension Publisher {
 /// |---|---|---|---|
 /// | upstream subscribes | live; hand self downstream (triggered already: cancel it, then finish) | cancel it | cancel it |
 /// | upstream value | — | deliver it | drop |
-/// | upstream completion | — | terminal; cancel the trigger; deliver it | drop |
-/// | trigger value | remember it | terminal; cancel the upstream and the trigger; finish | — |
+/// | upstream completion | ignore | terminal; cancel the trigger; deliver it | drop |
+/// | trigger value (before the trigger's subscription: ignored) | remember it | terminal; cancel the upstream and the trigger; finish | — |
 /// | trigger completion | forget the trigger | same | ignore |
 /// | `request(n)` | — | request n | ignore |
 /// | `cancel()` | terminal; cancel both | same | nothing |
@@ -129,7 +129,13 @@ final class PrefixUntilOutputSubscription<TriggerFailure: Error, Downstream: Sub
 
   @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
-    guard let cancelling = state.withLock({ $0.terminal ? nil : $0.end() }) else { return }
+    let cancelling = state.withLock { state -> [any Subscription]? in
+      // Before the upstream's subscription (a contract break): the downstream has none.
+      guard !state.terminal, state.subscribed else { return nil }
+      state.upstream = nil  // it completed: not cancelled
+      return state.end()
+    }
+    guard let cancelling else { return }
     for subscription in cancelling { subscription.cancel() }
     delivery.send(.completion(completion))
   }

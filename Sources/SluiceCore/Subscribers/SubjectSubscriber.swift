@@ -48,8 +48,10 @@ final class SubjectSubscriber<Downstream: Subject>: Subscriber, Subscription,
     return .none
   }
 
+  /// A completion before the subscription is ignored, as Combine's subject subscriber does
+  /// (a `share()`'s subscribers would all complete on an upstream's contract break).
   func receive(completion: Subscribers.Completion<Failure>) {
-    box.payloadForCompletion()?.subject?.send(completion: completion)
+    box.payloadForCompletion(beforeSubscription: false)?.subject?.send(completion: completion)
   }
 
   func request(_ demand: Subscribers.Demand) {

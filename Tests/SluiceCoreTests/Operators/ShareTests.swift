@@ -63,4 +63,24 @@ struct ShareTests {
     shared.subscribe(late)
     #expect(eager.completion == .finished)
   }
+
+  @Test func aCompletionTheUpstreamSendsBeforeItsSubscriptionIsIgnored() {
+    let upstream = HeldPublisher<Int, Never>()
+    let shared = upstream.share()
+    let first = RecordingSubscriber<Int, Never>()
+    shared.subscribe(first)
+    upstream.send(completion: .finished)  // before its subscription: a contract break
+    #expect(first.completion == nil)
+    let subject = PassthroughSubject<Int, Never>()
+    let multicast = upstream.multicast(subject: subject)
+    let second = RecordingSubscriber<Int, Never>()
+    multicast.subscribe(second)
+    let connection = multicast.connect()
+    upstream.send(completion: .finished)
+    #expect(second.completion == nil)
+    upstream.send(subscription: Subscriptions.empty)
+    upstream.send(completion: .finished)
+    #expect(second.completion == .finished)
+    connection.cancel()
+  }
 }

@@ -95,4 +95,61 @@ struct UntilOutputFromTests {
       #expect(checker.violations.isEmpty, "\(checker.violations)")
     }
   }
+
+  @Test func aTriggerValueBeforeTheTriggersSubscriptionIsIgnored() {
+    let upstream = TestPublisher<Int, Never>()
+    let trigger = HeldPublisher<Void, Never>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    upstream.prefix(untilOutputFrom: trigger).subscribe(recorder)
+    _ = trigger.send(())  // before its subscription: ignored, as Combine
+    upstream.send(1)
+    #expect(recorder.values == [1])
+    #expect(recorder.completion == nil)
+    trigger.send(subscription: Subscriptions.empty)
+    _ = trigger.send(())
+    #expect(recorder.completion == .finished)
+    let dropUpstream = TestPublisher<Int, Never>()
+    let dropTrigger = HeldPublisher<Void, Never>()
+    let dropped = RecordingSubscriber<Int, Never>()
+    dropUpstream.drop(untilOutputFrom: dropTrigger).subscribe(dropped)
+    _ = dropTrigger.send(())  // ignored: values are still dropped
+    dropUpstream.send(1)
+    #expect(dropped.values == [])
+  }
+
+  @Test func prefixIgnoresAnUpstreamCompletionBeforeItsSubscription() {
+    let upstream = HeldPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    upstream.prefix(untilOutputFrom: Empty<Void, Never>(completeImmediately: false))
+      .subscribe(recorder)
+    upstream.send(completion: .finished)
+    #expect(recorder.events.isEmpty, "no completion to a downstream without a subscription")
+    upstream.send(subscription: Subscriptions.empty)
+    #expect(recorder.events == [.subscription("PrefixUntilOutput")])
+  }
+
+  @Test func nothingIsCancelledThatHasJustCompleted() {
+    for makesPrefix in [true, false] {
+      let upstream = TestPublisher<Int, Never>()
+      let trigger = TestPublisher<Void, Never>()
+      let recorder = RecordingSubscriber<Int, Never>()
+      if makesPrefix {
+        upstream.prefix(untilOutputFrom: trigger).subscribe(recorder)
+      } else {
+        upstream.drop(untilOutputFrom: trigger).subscribe(recorder)
+      }
+      upstream.send(completion: .finished)
+      #expect(recorder.completion == .finished)
+      #expect(!upstream.subscriptions[0].isCancelled, "the upstream completed: not cancelled")
+      #expect(trigger.subscriptions[0].isCancelled)
+    }
+    let upstream = TestPublisher<Int, Never>()
+    let trigger = TestPublisher<Void, Never>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    upstream.drop(untilOutputFrom: trigger).subscribe(recorder)
+    trigger.send(completion: .finished)
+    #expect(recorder.completion == .finished)
+    #expect(upstream.subscriptions[0].isCancelled)
+    #expect(!trigger.subscriptions[0].isCancelled, "the trigger completed: not cancelled")
+  }
 }
