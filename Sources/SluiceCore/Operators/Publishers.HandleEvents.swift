@@ -82,7 +82,8 @@ struct EventHooks<Input, Failure: Error> {
 /// A subscription that calls hooks on every event and otherwise passes everything through.
 ///
 /// **Demand**: passed upstream unchanged. **Ordering**: hooks run before the event is passed
-/// on. **Cancellation**: idempotent; the cancel hook runs once, then the upstream is cancelled
+/// on. **Cancellation**: idempotent; the cancel hook runs once (`print`'s on every `cancel()`,
+/// as Combine's prints each one, also after the completion), then the upstream is cancelled
 /// and released; nothing is passed on after it. As in Combine, a value or completion that arrives
 /// before the upstream subscription is handled as if subscribed.
 @usableFromInline
@@ -97,12 +98,18 @@ final class HookedSubscription<Downstream: Subscriber>: Subscriber, Subscription
 
   @usableFromInline let name: StaticString
   @usableFromInline let hooks: EventHooks<Input, Failure>
+  /// The cancel hook runs on every `cancel()`, not only the one that ends the subscription.
+  @usableFromInline let hooksEveryCancel: Bool
   /// The downstream is the payload: released on completion and on cancel.
   @usableFromInline let lifecycle: LifecycleBox<Downstream>
 
-  @inlinable init(_ name: StaticString, downstream: Downstream, hooks: EventHooks<Input, Failure>) {
+  @inlinable init(
+    _ name: StaticString, downstream: Downstream, hooks: EventHooks<Input, Failure>,
+    hooksEveryCancel: Bool = false
+  ) {
     self.name = name
     self.hooks = hooks
+    self.hooksEveryCancel = hooksEveryCancel
     lifecycle = LifecycleBox(downstream)
   }
 
@@ -138,7 +145,12 @@ final class HookedSubscription<Downstream: Subscriber>: Subscriber, Subscription
   }
 
   @inlinable func cancel() {
-    lifecycle.cancel(whenLive: { hooks.cancel?() })
+    if hooksEveryCancel {
+      hooks.cancel?()
+      lifecycle.cancel()
+    } else {
+      lifecycle.cancel(whenLive: { hooks.cancel?() })
+    }
   }
 
   @usableFromInline var description: String { "\(name)" }

@@ -3,7 +3,8 @@ extension Publishers {
   /// Combine's format: `"prefix: receive value: (1)"`, `"prefix: request max: (1)"`, …
   ///
   /// **Demand**: passed upstream unchanged. **Ordering**: each line is written just before the
-  /// event is passed on. **Cancellation**: prints `receive cancel`, then cancels the upstream.
+  /// event is passed on. **Cancellation**: prints `receive cancel` (on every `cancel()`, also after
+  /// the completion, as Combine's), then cancels the upstream.
   public struct Print<Upstream: Publisher>: Publisher {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
@@ -41,7 +42,8 @@ extension Publishers {
               }
             },
             cancel: { log.write("receive cancel") },
-            request: { log.write("request \(PrintLog.describe($0))") })))
+            request: { log.write("request \(PrintLog.describe($0))") }),
+          hooksEveryCancel: true))
     }
   }
 }

@@ -42,11 +42,12 @@ extension Publishers {
 /// | upstream value `p` | cancel the current inner; index +1; subscribe to `p` | drop |
 /// | inner subscription (current index) | keep it; request the outstanding demand | cancel it |
 /// | inner value (current index) | demand −1 (none: trap); deliver | drop |
+/// | inner completion before its subscription | trap (as Combine) | drop |
 /// | inner finished | no inner; upstream finished too: finish, terminal | drop |
 /// | upstream finished | finished; no inner: finish, terminal | drop |
 /// | any failure | cancel the other side; fail; terminal | drop |
 /// | `request(n)` | demand +n; request `n` from the current inner | ignore |
-/// | `cancel()` | cancel both sides, terminal | nothing |
+/// | `cancel()` | cancel both sides (the inner first), terminal | nothing |
 @usableFromInline
 final class SwitchToLatestSubscription<P: Publisher, Upstream: Publisher, Downstream: Subscriber>:
   Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
@@ -79,7 +80,7 @@ where
     @usableFromInline
     var demand = Subscribers.Demand.none
 
-    /// Ends the subscription; returns both sides to cancel.
+    /// Ends the subscription; returns both sides to cancel, the inner first (as Combine).
     @inlinable
     mutating func end() -> [any Subscription] {
       terminal = true
@@ -87,7 +88,7 @@ where
         upstream = nil
         inner = nil
       }
-      return [upstream, inner].compactMap { $0 }
+      return [inner, upstream].compactMap { $0 }
     }
   }
 
@@ -182,13 +183,17 @@ where
 
   @inlinable
   func receiveInner(completion: Subscribers.Completion<Failure>, index: UInt64) {
-    let (ends, cancelling) = state.withLock { state -> (Bool, [any Subscription]) in
+    let step = state.withLock { state -> (Bool, [any Subscription])? in
       guard index == state.index, !state.terminal else { return (false, []) }
+      if state.inner == nil && state.awaitingInner { return nil }  // before its subscription
       state.inner = nil
       state.awaitingInner = false
       if case .failure = completion { return (true, state.end()) }
       guard state.upstreamFinished else { return (false, []) }
       return (true, state.end())
+    }
+    guard let (ends, cancelling) = step else {
+      Violation.signalBeforeSubscription("a completion", operator: description)
     }
     for subscription in cancelling { subscription.cancel() }
     if ends { delivery.send(.completion(completion)) }

@@ -256,6 +256,25 @@ struct OperatorBehaviourTests {
         """)
   }
 
+  @Test("print prints receive cancel on every cancel, also after the completion, as Combine")
+  func printCancelEveryTime() throws {
+    final class Lines: TextOutputStream, @unchecked Sendable {
+      var text = ""
+      func write(_ string: String) { text += string }
+    }
+    let lines = Lines()
+    let kept = Box<any Subscription>()
+    Just(1).print("p", to: lines).subscribe(
+      Probe<Int, Never>(onSubscription: { subscription in
+        kept.set(subscription)
+        subscription.request(.unlimited)
+      }))
+    let subscription = try #require(kept.value)
+    subscription.cancel()
+    subscription.cancel()
+    #expect(lines.text.hasSuffix("p: receive finished\np: receive cancel\np: receive cancel\n"))
+  }
+
   @Test("print from many threads to one stream loses and interleaves no line")
   func printConcurrently() async throws {
     final class Lines: TextOutputStream, @unchecked Sendable {

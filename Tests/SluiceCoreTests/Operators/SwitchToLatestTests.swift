@@ -87,4 +87,31 @@ struct SwitchToLatestTests {
       standardError(of: result).contains(
         "API Violation: SwitchToLatest received a value with no outstanding demand"))
   }
+
+  @Test func cancelCancelsTheInnerFirstAsCombine() {
+    let log = Box<[String]>([])
+    let inner = PassthroughSubject<Int, Never>().handleEvents(receiveCancel: {
+      log.update { $0?.append("inner") }
+    })
+    let outer = PassthroughSubject<Publishers.HandleEvents<PassthroughSubject<Int, Never>>, Never>()
+    let cancellable = outer.handleEvents(receiveCancel: { log.update { $0?.append("outer") } })
+      .switchToLatest().sink { _ in }
+    outer.send(inner)
+    cancellable.cancel()
+    #expect(log.value == ["inner", "outer"])
+  }
+
+  @Test func anInnerCompletionBeforeItsSubscriptionTraps() async {
+    let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+      let inner = HeldPublisher<Int, Never>()
+      let outer = PassthroughSubject<HeldPublisher<Int, Never>, Never>()
+      let cancellable = outer.switchToLatest().sink { _ in }
+      outer.send(inner)
+      inner.send(completion: .finished)
+      withExtendedLifetime(cancellable) {}
+    }
+    #expect(
+      standardError(of: result).contains(
+        "API Violation: SwitchToLatest received a completion before its upstream subscription"))
+  }
 }
