@@ -214,6 +214,21 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     if let first { perform(first) }
   }
 
+  /// A completion made inside one of the scheduler's own actions (`timeout`'s timer): delivered
+  /// in that action, as Combine does, when nothing is queued before it; else after what is
+  /// queued (each queued signal's action still runs, one signal each).
+  @inlinable
+  func receiveInAction(completion: Subscribers.Completion<Failure>) {
+    let thread = currentThreadIdentity()
+    let first = state.withLock { state -> (Signal, Downstream)? in
+      guard case .subscribed = state.phase else { return nil }
+      state.phase = .completing
+      state.upstream = nil
+      return state.deliverable(state.queue.submitAndRun(.completion(completion), on: thread))
+    }
+    if let first { perform(first) }
+  }
+
   /// A scheduled action: delivers the signal it stands for (or, if another thread is delivering,
   /// leaves it to that thread), then any signals owed meanwhile.
   @inlinable

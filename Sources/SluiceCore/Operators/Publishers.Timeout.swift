@@ -45,7 +45,7 @@ extension Publishers {
       upstream.receive(
         subscriber: TimeoutClock<Upstream.Output, Failure, Context, _>(
           interval: interval, scheduler: scheduler, options: options, customError: customError,
-          downstream: hop))
+          downstream: hop, timesOut: { hop.receiveInAction(completion: $0) }))
     }
   }
 }
@@ -73,7 +73,7 @@ extension Publisher {
 /// | value | restart the timer; pass it on | drop |
 /// | completion | terminal; stop the timer; pass it on | drop |
 /// | first `request(n)` | restart the timer; request n | ignore |
-/// | timer fires (current generation) | terminal; cancel the upstream; send the timeout's completion | nothing |
+/// | timer fires (current generation) | terminal; cancel the upstream; send the timeout's completion, delivered in the timer's action (as Combine) | nothing |
 /// | `cancel()` | terminal; stop the timer; cancel the upstream | nothing |
 @usableFromInline
 final class TimeoutClock<Input, Failure: Error, Context: Scheduler, Downstream: Subscriber>:
@@ -108,14 +108,19 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
   let customError: (() -> Failure)?
   @usableFromInline
   let downstream: Downstream
+  /// Delivers the timeout's completion from inside the timer's action.
+  @usableFromInline
+  let timesOut: (Subscribers.Completion<Failure>) -> Void
   @usableFromInline
   let state = Lock(State())
 
   @inlinable
   init(
     interval: Context.SchedulerTimeType.Stride, scheduler: Context,
-    options: Context.SchedulerOptions?, customError: (() -> Failure)?, downstream: Downstream
+    options: Context.SchedulerOptions?, customError: (() -> Failure)?, downstream: Downstream,
+    timesOut: @escaping (Subscribers.Completion<Failure>) -> Void
   ) {
+    self.timesOut = timesOut
     self.interval = interval
     self.scheduler = scheduler
     self.options = options
@@ -199,7 +204,7 @@ where Downstream.Input == Input, Downstream.Failure == Failure {
     guard let ended else { return }
     ended.timer?.cancel()
     ended.upstream?.cancel()
-    downstream.receive(completion: customError.map { .failure($0()) } ?? .finished)
+    timesOut(customError.map { .failure($0()) } ?? .finished)
   }
 
   @inlinable
