@@ -11,8 +11,9 @@ extension Publishers {
   /// A publisher that collects its upstream's values and publishes them as arrays on a
   /// schedule — Combine's `CollectByTime`.
   ///
-  /// **Demand**: `.byTime` asks the upstream for `.unlimited`; `.byTimeOrCount` asks for `count`
-  /// values per array the downstream requests. **Timing**: a repeating timer of `interval`,
+  /// **Demand**: `.byTime` asks the upstream for one value at the subscription, one more per
+  /// value it receives and one more per request of the downstream, as Combine's;
+  /// `.byTimeOrCount` asks for `count` values per array the downstream requests. **Timing**: a repeating timer of `interval`,
   /// started at the subscription, publishes what was collected since the last array (nothing
   /// when nothing arrived); `.byTimeOrCount` also publishes as soon as `count` values are in.
   /// An array that finds no demand waits (and keeps collecting) until the downstream requests.
@@ -64,12 +65,12 @@ extension Publisher {
 /// rest waits for demand) → `terminal`.
 /// | event | collecting | finishing | terminal |
 /// |---|---|---|---|
-/// | value | collect it; count reached (byTimeOrCount): publish | — | drop |
+/// | value | collect it (byTime: ask for one more); count reached (byTimeOrCount): publish | — | drop |
 /// | tick | something collected: publish | publish the rest, finish | — |
 /// | publish | demand: deliver the array, demand −1; else keep collecting | same, then finish | — |
 /// | finish | finishing; publish the rest, finish | — | — |
 /// | failure | terminal; drop the collection; deliver it | — | — |
-/// | `request(n)` | demand +n (byTimeOrCount: ask the upstream for n × count); publish what waited | same | ignore |
+/// | `request(n)` | demand +n (byTime: ask the upstream for one more; byTimeOrCount: for n × count); publish what waited | same | ignore |
 /// | `cancel()` | terminal; cancel the timer and the upstream | same | nothing |
 @usableFromInline
 final class CollectByTimeSubscription<Input, Context: Scheduler, Downstream: Subscriber>:
@@ -168,20 +169,20 @@ where Downstream.Input == [Input] {
     }
     stale?.cancel()
     delivery.downstream?.receive(subscription: self)
-    if count == nil { subscription.request(.unlimited) }
+    if count == nil { subscription.request(.max(1)) }
   }
 
   @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
-    let full = state.withLock { state -> Bool in
-      guard !state.terminal, !state.finishing, state.subscribed else { return false }
+    let (accepted, full) = state.withLock { state -> (Bool, Bool) in
+      guard !state.terminal, !state.finishing, state.subscribed else { return (false, false) }
       state.collected.append(input)
-      guard let count, state.collected.count >= count else { return false }
+      guard let count, state.collected.count >= count else { return (true, false) }
       state.cut()
-      return true
+      return (true, true)
     }
     if full { publish() }
-    return .none
+    return accepted && count == nil ? .max(1) : .none
   }
 
   @inlinable
@@ -262,8 +263,12 @@ where Downstream.Input == [Input] {
       state.demand += demand
       return state.upstream
     }
-    if let count, let upstream {
-      upstream.request(demand == .unlimited ? .unlimited : demand * count)
+    if let upstream {
+      if let count {
+        upstream.request(demand == .unlimited ? .unlimited : demand * count)
+      } else {
+        upstream.request(.max(1))
+      }
     }
     publish()
   }

@@ -12,7 +12,9 @@ struct CollectByTimeTests {
     let recorder = RecordingSubscriber<[Int], Never>()
     source.collect(.byTime(scheduler, .seconds(1))).subscribe(recorder)
     #expect(String(describing: try #require(recorder.subscription)) == "CollectByTime")
-    #expect(source.subscriptions[0].requests == [.unlimited])
+    // As Combine: one value at the subscription, one per request of the downstream (here its
+    // first, .unlimited), and one more per value received (the returned demand).
+    #expect(source.subscriptions[0].requests == [.max(1), .max(1)])
     source.send(1)
     source.send(2)
     scheduler.advance(by: .seconds(1))
@@ -52,5 +54,24 @@ struct CollectByTimeTests {
     source.send(completion: .failure(TestError(code: 4)))
     #expect(recorder.values == [])
     #expect(recorder.completion == .failure(TestError(code: 4)))
+  }
+
+  @Test func byTimeKeepsBackpressureAsCombine() {
+    let scheduler = DispatchQueue.test
+    final class RequestLog: Subscription, @unchecked Sendable {
+      // Safety: used from the test's thread only.
+      var requests: [Subscribers.Demand] = []
+      func request(_ demand: Subscribers.Demand) { requests.append(demand) }
+      func cancel() {}
+    }
+    let source = HeldPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<[Int], Never>(initialDemand: .none)
+    source.collect(.byTime(scheduler, .seconds(1))).subscribe(recorder)
+    let log = RequestLog()
+    source.send(subscription: log)
+    #expect(log.requests == [.max(1)], "one value at the subscription, not .unlimited")
+    #expect(source.send(1) == .max(1), "one more per value")
+    recorder.request(.max(2))
+    #expect(log.requests == [.max(1), .max(1)], "and one more per request of the downstream")
   }
 }
