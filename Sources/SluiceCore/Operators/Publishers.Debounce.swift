@@ -197,6 +197,9 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
+    // As Combine, the clock is read only while subscribed (not after a cancel or completion).
+    guard state.withLock({ state in if case .subscribed = state.phase { true } else { false } })
+    else { return .none }
     let due = scheduler.now.advanced(by: dueTime)
     let token = state.withLock { state -> Token? in
       guard case .subscribed = state.phase else { return nil }
@@ -266,7 +269,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     withExtendedLifetime(owner) {}
     timer?.cancel()
     guard live else { return }
-    scheduler.schedule(options: options) { [self] in delivery.send(.completion(completion)) }
+    // As Combine, the completion's action is scheduled without the operator's options.
+    scheduler.schedule(options: nil) { [self] in delivery.send(.completion(completion)) }
   }
 
   @inlinable

@@ -78,20 +78,24 @@ where Downstream.Input == Context.SchedulerTimeType.Stride {
 
   @inlinable
   func receive(subscription: any Subscription) {
-    let now = scheduler.now
     let downstream = state.withLock { state -> Downstream? in
       guard !state.subscribed, state.downstream != nil else { return nil }
       state.subscribed = true
       state.upstream = subscription
-      state.last = now
       return state.downstream
     }
     guard let downstream else { return subscription.cancel() }
+    // The clock is read only for a subscription accepted, as Combine; a value cannot come
+    // before `last` is set (the downstream has not requested yet).
+    let now = scheduler.now
+    state.withLock { state in if state.upstream != nil { state.last = now } }
     downstream.receive(subscription: self)
   }
 
   @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
+    // As Combine, the clock is read only while measuring (not after a cancel or completion).
+    guard state.withLock({ $0.last != nil }) else { return .none }
     let now = scheduler.now
     let measured = state.withLock { state -> (Context.SchedulerTimeType.Stride, Downstream)? in
       guard let last = state.last, let downstream = state.downstream else { return nil }

@@ -99,6 +99,17 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     var scheduled: Bool { pendingValue != nil || pendingCompletion != nil }
   }
 
+  /// What a value does, decided under the lock.
+  @usableFromInline
+  enum Arrival {
+    /// Not live: dropped without reading the clock.
+    case dropped
+    /// Kept as the pending value, or dropped for lack of demand.
+    case kept
+    /// Starts an interval: its emission is scheduled.
+    case startsInterval
+  }
+
   @usableFromInline
   let interval: Context.SchedulerTimeType.Stride
   @usableFromInline
@@ -121,6 +132,10 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     delivery = SerialDelivery(downstream) { [unowned self] more in
       state.withLock { $0.demand += more }
     }
+    // Combine reads the clock when its subscriber is created, when it is subscribed, for each
+    // value and the completion while live, and when it emits a value: a scheduler that logs
+    // its calls sees the same calls here.
+    _ = scheduler.now
   }
 
   @inlinable
@@ -133,26 +148,27 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
       return true
     }
     guard accepted else { return subscription.cancel() }
+    _ = scheduler.now
     subscription.request(.unlimited)
     delivery.downstream?.receive(subscription: self)
   }
 
   @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
-    // Most values of a burst find an emission already scheduled: they take the lock once and
-    // need no reading of the scheduler's clock (which is not read under the lock).
-    let startsInterval = state.withLock { state -> Bool in
-      guard state.live, state.pendingCompletion == nil, state.demand > 0 else {
-        return false
-      }
+    // Most values of a burst find an emission already scheduled: they take the lock once. The
+    // clock (not read under the lock) is read for every value while live, as Combine does.
+    let arrival = state.withLock { state -> Arrival in
+      guard state.live, state.pendingCompletion == nil else { return .dropped }
+      guard state.demand > 0 else { return .kept }
       if state.scheduled {
         if latest { state.pendingValue = input }
-        return false
+        return .kept
       }
-      return true
+      return .startsInterval
     }
-    guard startsInterval else { return .none }
+    guard arrival != .dropped else { return .none }
     let now = scheduler.now
+    guard arrival == .startsInterval else { return .none }
     let due = state.withLock { state -> Context.SchedulerTimeType?? in
       // Checked again: a `cancel()` or `request` may have come in meanwhile.
       guard state.live, state.pendingCompletion == nil, state.demand > 0,
@@ -183,22 +199,33 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
       defer { state.pendingCompletion = completion }
       return !state.scheduled
     }
-    if schedules == true { scheduler.schedule { [weak self] in self?.emit() } }
+    guard let schedules else { return }
+    _ = scheduler.now
+    if schedules { scheduler.schedule { [weak self] in self?.emit() } }
   }
 
   @inlinable
   func emit() {
-    let now = scheduler.now
+    // The clock is read only to emit a value (not for the completion, not once terminal).
+    let emitsValue = state.withLock { state in
+      !state.terminal && state.pendingValue != nil && state.pendingCompletion == nil
+    }
+    let now = emitsValue ? scheduler.now : nil
     let (value, completion) = state.withLock {
       state -> (Input?, Subscribers.Completion<Failure>?) in
       guard !state.terminal else { return (nil, nil) }
-      if state.pendingValue != nil { state.lastEmission = now }
+      if state.pendingValue != nil { state.lastEmission = now ?? state.lastEmission }
       defer {
         state.pendingValue = nil
         state.pendingCompletion = nil
       }
       if state.pendingCompletion != nil { state.terminal = true }
       return (state.pendingValue, state.pendingCompletion)
+    }
+    if value != nil, completion == nil, now == nil {
+      // A value became pending between the two locks: its emission time is now.
+      let late = scheduler.now
+      state.withLock { $0.lastEmission = late }
     }
     if let value {
       let more = delivery.send(.value(value))

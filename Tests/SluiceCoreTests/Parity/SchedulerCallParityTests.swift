@@ -1,0 +1,106 @@
+import Dispatch
+import SluiceCore
+import SluiceTesting
+import Synchronization
+import Testing
+
+/// When `throttle`, `debounce` and `measureInterval` read their scheduler's clock, and with
+/// what options they schedule: as Combine, so that a test scheduler logging its calls sees the
+/// same calls.
+@Suite("Scheduler calls as Combine's")
+struct SchedulerCallParityTests {
+  /// A test scheduler that counts reads of `now` and records the options of `schedule`.
+  final class LoggingScheduler: Scheduler, @unchecked Sendable {
+    // Safety: the counters are atomic or behind a mutex; `base` is thread-safe.
+    typealias SchedulerTimeType = DispatchQueue.SchedulerTimeType
+    typealias SchedulerOptions = DispatchQueue.SchedulerOptions
+    let base = DispatchQueue.test
+    let nowReads = Atomic<Int>(0)
+    /// For each `schedule(options:_:)`: whether options were passed.
+    let immediateOptions = Mutex<[Bool]>([])
+
+    var now: SchedulerTimeType {
+      nowReads.add(1, ordering: .relaxed)
+      return base.now
+    }
+    var minimumTolerance: SchedulerTimeType.Stride { base.minimumTolerance }
+    var reads: Int { nowReads.load(ordering: .relaxed) }
+
+    func schedule(options: SchedulerOptions?, _ action: @escaping () -> Void) {
+      immediateOptions.withLock { $0.append(options != nil) }
+      base.schedule(options: options, action)
+    }
+    func schedule(
+      after date: SchedulerTimeType, tolerance: SchedulerTimeType.Stride,
+      options: SchedulerOptions?, _ action: @escaping () -> Void
+    ) {
+      base.schedule(after: date, tolerance: tolerance, options: options, action)
+    }
+    func schedule(
+      after date: SchedulerTimeType, interval: SchedulerTimeType.Stride,
+      tolerance: SchedulerTimeType.Stride, options: SchedulerOptions?,
+      _ action: @escaping () -> Void
+    ) -> any Cancellable {
+      base.schedule(
+        after: date, interval: interval, tolerance: tolerance, options: options, action)
+    }
+  }
+
+  @Test func throttleReadsTheClockWhenCombineDoes() {
+    let scheduler = LoggingScheduler()
+    let source = TestPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    source.throttle(for: .seconds(1), scheduler: scheduler, latest: true).subscribe(recorder)
+    #expect(scheduler.reads == 2, "when created and when subscribed")
+    source.send(1)
+    source.send(2)
+    #expect(scheduler.reads == 4, "once per value while live")
+    scheduler.base.advance()
+    #expect(recorder.values == [2], "the latest")
+    #expect(scheduler.reads == 5, "and once to emit a value")
+    recorder.cancel()
+    source.send(3)
+    scheduler.base.advance(by: .seconds(2))
+    #expect(scheduler.reads == 5, "never after cancel()")
+  }
+
+  @Test func throttleReadsTheClockOnCompletionButNotToEmitIt() {
+    let scheduler = LoggingScheduler()
+    let source = TestPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    source.throttle(for: .seconds(1), scheduler: scheduler, latest: false).subscribe(recorder)
+    source.send(completion: .finished)
+    #expect(scheduler.reads == 3)
+    scheduler.base.advance()
+    #expect(recorder.completion == .finished)
+    #expect(scheduler.reads == 3)
+  }
+
+  @Test func measureIntervalReadsTheClockOnlyWhileMeasuring() {
+    let scheduler = LoggingScheduler()
+    let source = HeldPublisher<Int, Never>()
+    let cancellable = source.measureInterval(using: scheduler).sink { _ in }
+    source.send(subscription: Subscriptions.empty)
+    #expect(scheduler.reads == 1, "at the subscription")
+    _ = source.send(1)
+    #expect(scheduler.reads == 2)
+    cancellable.cancel()
+    _ = source.send(2)  // a misbehaving upstream
+    #expect(scheduler.reads == 2, "never after cancel()")
+  }
+
+  @Test func debounceReadsTheClockOnlyWhileSubscribedAndSchedulesItsCompletionWithoutOptions() {
+    let scheduler = LoggingScheduler()
+    let source = HeldPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    source.debounce(for: .seconds(1), scheduler: scheduler, options: .init(qos: .background))
+      .subscribe(recorder)
+    source.send(subscription: Subscriptions.empty)
+    _ = source.send(1)
+    #expect(scheduler.reads == 1)
+    source.send(completion: .finished)
+    #expect(scheduler.immediateOptions.withLock { $0 } == [false], "the completion: no options")
+    _ = source.send(2)  // a misbehaving upstream
+    #expect(scheduler.reads == 1, "never after the completion")
+  }
+}
