@@ -27,6 +27,7 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
   case dropUntilJust, prefixUntilNever, share, measureIntervalImmediate
   case throttleImmediate(latest: Bool)
   case buffer(size: Int, keepFull: Bool, whenFull: Int)
+  case print
 
   public var description: String {
     switch self {
@@ -97,6 +98,7 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
     case .buffer(let size, let keepFull, let whenFull):
       "buffer(size: \(size), prefetch: \(keepFull ? ".keepFull" : ".byRequest"), whenFull: "
         + "\(["dropNewest", "dropOldest", "customError(E50)"][whenFull]))"
+    case .print: "print(\"p\", to: the log)"
     }
   }
 
@@ -118,7 +120,7 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
       .appendValues, .prependValues, .appendJust,
       .dropUntilJust, .prefixUntilNever, .share, .measureIntervalImmediate,
       .throttleImmediate(latest: k % 2 == 0),
-      .buffer(size: 1 + small, keepFull: k % 2 == 0, whenFull: k % 3),
+      .buffer(size: 1 + small, keepFull: k % 2 == 0, whenFull: k % 3), .print,
     ]
     return all[random.next(upTo: all.count)]
   }

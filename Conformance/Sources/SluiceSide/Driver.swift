@@ -34,7 +34,7 @@ final class Driver {
 
   func run() -> [String] {
     var pipeline = source.eraseToAnyPublisher()
-    for op in scenario.operators { pipeline = apply(op, to: pipeline) }
+    for op in scenario.operators { pipeline = apply(op, to: pipeline, driver: self) }
     pipeline.subscribe(ScriptedSubscriber(driver: self))
     for step in scenario.steps {
       switch step {
@@ -203,11 +203,21 @@ func asTestError(_ error: any Error) -> TestError {
 /// The output of a publisher that has none.
 func absurd(_ value: Never) -> Int {}
 
+/// Where `print` writes: the driver's log, one entry per line.
+final class PrintedLines: TextOutputStream {
+  unowned let driver: Driver
+  init(driver: Driver) { self.driver = driver }
+  func write(_ string: String) {
+    if string != "\n" && !string.isEmpty { driver.log.append("print \(string)") }
+  }
+}
+
 /// `upstream` followed by `op`, erased.
-func apply(_ op: Operator, to upstream: AnyPublisher<Int, TestError>)
+func apply(_ op: Operator, to upstream: AnyPublisher<Int, TestError>, driver: Driver)
   -> AnyPublisher<Int, TestError>
 {
   switch op {
+  case .print: return upstream.print("p", to: PrintedLines(driver: driver)).eraseToAnyPublisher()
   case .map: return upstream.map { $0 * 2 }.eraseToAnyPublisher()
   case .filter: return upstream.filter { $0 % 2 == 0 }.eraseToAnyPublisher()
   case .compactMap:
