@@ -7,14 +7,18 @@
  * goes to the list captured with it). The model keeps the steps the code takes with atomics and
  * the lock: the lock-free claim of `reader` (compare-and-swap), the give-back in `leave()`
  * (store, then load of `pending`: sequentially consistent, as in the code), hand-offs under the
- * lock (queue the value with a grant, or a waiter in its place), the raced re-claim
- * (`claimToDrain`), `runHandedOver` stopping at a waiter and handing it the turn. Attaching,
+ * lock (queue the value with a grant, or with a waiter), the raced re-claim (`claimToDrain`),
+ * `runHandedOver` delivering a waiting sender's value for it while the turn's budget lasts
+ * (then dismissing the waiter) and past that stopping at the waiter and handing it the turn.
+ * Attaching,
  * detaching and re-entrant sends are left out (the lock serialises them with hand-offs).
  *
  * Checked (spin -a; ./pan): every value is delivered exactly once and each sender's values in
  * the order sent (assert in deliver); every call returns (no invalid end state: a waiter is
- * always granted its turn, nothing is stranded in the queue); one call runs at most BOUND items
- * handed over by other threads (assert); at the end nothing is queued, pending or held.
+ * always granted its turn or dismissed, nothing is stranded in the queue); one call runs at most
+ * BOUND items handed over by other threads (assert; BOUND = 2K + 1: K granted values, one more
+ * from a raced re-claim, K waiting senders' values); at the end nothing is queued, pending or
+ * held.
  */
 #ifndef N
 #define N 3
@@ -26,7 +30,7 @@
 #define K 1
 #endif
 #ifndef BOUND
-#define BOUND (K + 1)
+#define BOUND (2 * K + 1)
 #endif
 #define QMAX (N * S + 1)
 
@@ -39,6 +43,7 @@ byte readerThread = 0;   /* holder + 1; 0: none */
 bit pending = 0;
 bit lock = 0;
 byte grants = K;
+byte budget = K;         /* waiting senders' values this turn still delivers for them */
 byte valuesQueued = 0;   /* VALUE items in the queue */
 
 #define VALUE 1
@@ -50,6 +55,7 @@ byte qhead = 0;
 byte qtail = 0;
 
 bit granted[N];
+bit dismissed[N];        /* the turn delivered the waiter's value for it */
 byte delivered[N];       /* the next sequence number expected from each sender */
 byte others[N];          /* items of other senders run in the current call */
 
@@ -78,10 +84,12 @@ inline beginTurn() {
   if
   :: valuesQueued >= K -> grants = 0
   :: else -> grants = K - valuesQueued
-  fi
+  fi;
+  budget = K
 }
 
-/* runHandedOver: until the queue is empty (passed = 0) or a waiter comes first (passed = 1). */
+/* runHandedOver: until the queue is empty (passed = 0) or a waiter past the budget comes first
+   (passed = 1). */
 inline runQueue(rme) {
   do
   :: acquire();
@@ -90,7 +98,9 @@ inline runQueue(rme) {
      :: else ->
         kind = qkind[qhead]; s = qsender[qhead]; q = qseq[qhead]; qhead++;
         if
-        :: kind == WAITER ->
+        :: kind == WAITER && budget > 0 ->
+           budget--; release(); deliver(s, q, rme); dismissed[s] = 1
+        :: kind == WAITER && budget == 0 ->
            reader = DRAINING; readerThread = s + 1; beginTurn();
            release(); granted[s] = 1; passed = 1; break
         :: else -> valuesQueued--; release(); deliver(s, q, rme)
@@ -191,9 +201,12 @@ proctype Sender(byte me) {
            :: else ->
               release();
               if
-              :: waiting ->                  /* wait for the turn, then deliver and leave */
-                 granted[me] == 1; granted[me] = 0;
-                 deliver(me, seq, me); leaveLoop(me)
+              :: waiting ->                  /* wait: delivered for it, or its turn */
+                 (granted[me] == 1 || dismissed[me] == 1);
+                 if
+                 :: dismissed[me] == 1 -> dismissed[me] = 0
+                 :: else -> granted[me] = 0; deliver(me, seq, me); leaveLoop(me)
+                 fi
               :: else -> skip                /* handed over: returns at once */
               fi
            fi

@@ -133,16 +133,20 @@ struct MisuseTableTests {
           + "must call receive(subscription:) first"))
   }
 
-  @Test("a second completion traps in Concatenate; map passes it on")
+  @Test("a second completion traps in catch; Concatenate ignores it; map passes it on")
   func secondCompletion() async {
     let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-      Misbehaving(valueFirst: false).append(Empty<Int, Never>(completeImmediately: false))
+      FailsTwice().catch { _ in Empty<Int, Never>(completeImmediately: false) }
         .subscribe(RecordingSubscriber<Int, Never>(initialDemand: .unlimited))
     }
     #expect(
       standardError(of: result).contains(
-        "received a completion from an upstream that had already finished: a publisher "
-          + "completes exactly once"))
+        "API Violation: Catch received a completion from an upstream that had already failed: "
+          + "a publisher completes exactly once"))
+    let concatenated = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
+    Misbehaving(valueFirst: false).append(Empty<Int, Never>(completeImmediately: false))
+      .subscribe(concatenated)
+    #expect(concatenated.completion == nil, "the suffix is subscribed once; the rest ignored")
     let recorder = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
     Misbehaving(valueFirst: false).map { $0 }.subscribe(recorder)
     #expect(
@@ -296,6 +300,19 @@ struct TwoSubscriptions: Publisher {
 }
 
 /// A misbehaving publisher: a value before the subscription (`valueFirst`), or two completions.
+/// Fails twice: a second completion from the upstream `catch` moved on from.
+struct FailsTwice: Publisher {
+  struct Failed: Error {}
+  typealias Output = Int
+  typealias Failure = Failed
+
+  func receive<S: Subscriber>(subscriber: S) where S.Input == Int, S.Failure == Failed {
+    subscriber.receive(subscription: TestSubscription())
+    subscriber.receive(completion: .failure(Failed()))
+    subscriber.receive(completion: .failure(Failed()))
+  }
+}
+
 struct Misbehaving: Publisher {
   typealias Output = Int
   typealias Failure = Never

@@ -5,17 +5,21 @@
 ///
 /// A thread that appends an item while another thread's turn is in progress leaves it to that
 /// turn — at most ``TurnWaiter/grantsPerTurn`` items per turn; past that it waits
-/// (``TurnWaiter``) until the turn reaches its item, and then takes the turn and delivers it
-/// itself. The thread holding the turn appends without waiting (an item from inside its own
-/// delivery). So a call returns after its own item plus at most one turn's grants of others'
-/// items (and what its own deliveries append), and the FIFO holds at most the grants plus one
-/// item per waiting thread, plus what the owner keeps for lack of demand.
+/// (``TurnWaiter``) until the turn reaches its item. The turn delivers a waiting thread's item
+/// for it (and dismisses the waiter: its call returns) while the turn's budget lasts
+/// (``TurnWaiter/grantsPerTurn`` such items); past that it hands the waiter the turn, and the
+/// waiter delivers its item itself and goes on. The thread holding the turn appends without
+/// waiting (an item from inside its own delivery). So a call returns after its own item plus
+/// at most one turn's grants and one budget of others' items (and what its own deliveries
+/// append), the FIFO holds at most the grants plus one item per waiting thread, plus what the
+/// owner keeps for lack of demand, and the turn passes once per budget of waiting threads'
+/// items rather than once per item (each pass waits for the next holder to be scheduled).
 ///
 /// States: `idle` ⇄ `delivering(holder)`; waiters only while delivering.
 /// | event | idle | delivering, this thread's turn | delivering, another's |
 /// |---|---|---|---|
 /// | `arrived` (item appended) | may start: begin the turn, deliver; else stays queued | queued | grants left: queued, grants −1; else wait at its position |
-/// | `next` (before taking an item) | — | a waiter's item next: the turn passes to it (fresh grants) | — |
+/// | `next` (before taking an item) | — | a waiter's item next: budget left: deliver it for the waiter (budget −1, dismiss it); else the turn passes to it (fresh grants and budget) | — |
 /// | `ended` (nothing to deliver, or no demand) | — | idle; every waiter dismissed (its item stays queued) | — |
 @usableFromInline
 struct DeliveryTurn {
@@ -23,6 +27,8 @@ struct DeliveryTurn {
   @usableFromInline var holder: UInt = 0
   /// How many more items other threads may leave to this turn without waiting.
   @usableFromInline var grants = 0
+  /// How many more waiting threads' items this turn delivers for them before it passes.
+  @usableFromInline var budget = 0
   /// Threads waiting for the turn, each with its item's position in the owner's FIFO (counted
   /// in items ever appended), oldest first.
   @usableFromInline var waiters: [(position: Int, waiter: TurnWaiter)] = []
@@ -73,17 +79,34 @@ struct DeliveryTurn {
   mutating func begin(_ thread: UInt) {
     holder = thread
     grants = max(0, TurnWaiter.grantsPerTurn - (appended - taken - waiters.count))
+    budget = TurnWaiter.grantsPerTurn
   }
 
-  /// Before the holder takes the FIFO's oldest item: the waiter that item belongs to, which
-  /// now holds the turn (the caller grants it after unlocking and returns), or `nil` (take it:
-  /// ``took()``).
+  /// What the holder does about a waiting thread before it takes the FIFO's oldest item.
+  @usableFromInline
+  enum WaiterNext {
+    /// No waiter's item is next: take it (``took()``).
+    case none
+    /// The next item is this waiter's, delivered for it: take it, and dismiss the waiter
+    /// after unlocking.
+    case deliverFor(TurnWaiter)
+    /// The turn is this waiter's now (the budget is spent): grant it after unlocking and
+    /// return.
+    case pass(TurnWaiter)
+  }
+
+  /// Before the holder takes the FIFO's oldest item: whether it belongs to a waiter, and what
+  /// becomes of that waiter.
   @inlinable
-  mutating func passIfWaiterNext() -> TurnWaiter? {
-    guard let first = waiters.first, first.position == taken else { return nil }
+  mutating func waiterNext() -> WaiterNext {
+    guard let first = waiters.first, first.position == taken else { return .none }
     waiters.removeFirst()
+    if budget > 0 {
+      budget -= 1
+      return .deliverFor(first.waiter)
+    }
     begin(first.waiter.thread)
-    return first.waiter
+    return .pass(first.waiter)
   }
 
   /// The holder took the FIFO's oldest item.

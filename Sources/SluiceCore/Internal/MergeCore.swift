@@ -90,14 +90,19 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
       return innersInOrder + [outer].compactMap { $0 }
     }
 
-    /// The oldest buffered value, or — its waiter's value next — the turn handed to that
-    /// waiter.
+    /// The oldest buffered value (with the waiter it is delivered for, if any), or — a
+    /// waiter's value next, past the turn's budget — the turn handed to that waiter.
     @inlinable
     mutating func next() -> Step {
-      if let waiter = turn.passIfWaiterNext() { return .passed(waiter) }
+      var deliveredFor: TurnWaiter?
+      switch turn.waiterNext() {
+      case .none: break
+      case .deliverFor(let waiter): deliveredFor = waiter
+      case .pass(let waiter): return .passed(waiter)
+      }
       guard let (index, value) = buffer.popFirst() else { return .stop }
       turn.took()
-      return .deliver(index, value)
+      return .deliver(index, value, for: deliveredFor)
     }
 
     /// Whether the merge has finished normally (the caller sends `.finished`).
@@ -115,7 +120,8 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   /// What the turn's holder does next.
   @usableFromInline
   enum Step {
-    case deliver(Int, Output)
+    /// Deliver this value of inner `index`; dismiss the waiter it is delivered for.
+    case deliver(Int, Output, for: TurnWaiter?)
     case passed(TurnWaiter)
     case stop
   }
@@ -305,11 +311,13 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     while true {
       var dismissed: [(position: Int, waiter: TurnWaiter)] = []
       var passedTo: TurnWaiter?
+      var deliveredFor: TurnWaiter?
       let next = state.withLock { state -> (Output, Int, Downstream)?? in
         if !state.terminal, let downstream = state.downstream, state.demand > 0 {
           switch state.next() {
-          case .deliver(let index, let value):
+          case .deliver(let index, let value, let waiter):
             if state.demand != .unlimited { state.demand -= 1 }
+            deliveredFor = waiter
             return (value, index, downstream)
           case .passed(let waiter):
             passedTo = waiter
@@ -332,6 +340,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
         passedTo?.grant()  // its turn: it delivers its value and what follows
         return deliveredOwn
       }
+      deliveredFor?.dismiss()  // its value is delivered here: its call returns
       let more = downstream.receive(value)
       let (askInner, everyInner) = state.withLock {
         state -> ((any Subscription)?, [any Subscription]) in

@@ -46,7 +46,8 @@ final class SerialDelivery<Downstream: Subscriber>: @unchecked Sendable {
     /// What the holder of the turn does next.
     @usableFromInline
     enum Step {
-      case deliver(Signal, Downstream)
+      /// Deliver this signal; dismiss the waiter it is delivered for.
+      case deliver(Signal, Downstream, for: TurnWaiter?)
       /// The turn is this waiter's: grant it after unlocking and return.
       case passed(TurnWaiter)
       /// Nothing to deliver: the turn ended; dismiss these waiters after unlocking.
@@ -56,7 +57,12 @@ final class SerialDelivery<Downstream: Subscriber>: @unchecked Sendable {
     @inlinable
     mutating func next() -> Step {
       guard let downstream else { return .stop(turn.ended()) }
-      if let waiter = turn.passIfWaiterNext() { return .passed(waiter) }
+      var deliveredFor: TurnWaiter?
+      switch turn.waiterNext() {
+      case .none: break
+      case .deliverFor(let waiter): deliveredFor = waiter
+      case .pass(let waiter): return .passed(waiter)
+      }
       guard let item = queue.popFirst() else { return .stop(turn.ended()) }
       turn.took()
       if case .completion = item {
@@ -64,7 +70,7 @@ final class SerialDelivery<Downstream: Subscriber>: @unchecked Sendable {
         turn.dropped(queue.count)
         queue.removeAll()
       }
-      return .deliver(item, downstream)
+      return .deliver(item, downstream, for: deliveredFor)
     }
   }
 
@@ -109,14 +115,16 @@ final class SerialDelivery<Downstream: Subscriber>: @unchecked Sendable {
     var first = true
     while true {
       switch state.withLock({ $0.next() }) {
-      case .deliver(.value(let value), let downstream):
+      case .deliver(.value(let value), let downstream, let deliveredFor):
+        deliveredFor?.dismiss()  // its value is delivered here: its call returns
         let more = downstream.receive(value)
         if first {
           own = more
         } else if more > 0 {
           returned(more)
         }
-      case .deliver(.completion(let completion), let downstream):
+      case .deliver(.completion(let completion), let downstream, let deliveredFor):
+        deliveredFor?.dismiss()
         downstream.receive(completion: completion)
       case .passed(let waiter):
         waiter.grant()

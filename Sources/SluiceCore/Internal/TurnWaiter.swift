@@ -1,14 +1,6 @@
 import Dispatch
 import Synchronization
 
-#if canImport(Glibc)
-  import Glibc
-#elseif canImport(Musl)
-  import Musl
-#elseif canImport(Darwin)
-  import Darwin
-#endif
-
 /// A thread waiting for its turn to deliver: the thread delivering now hands it the role
 /// (``grant()``) once the work queued before it is done, and the waiting thread, which blocked
 /// in ``wait()``, goes on with its own delivery.
@@ -20,9 +12,12 @@ import Synchronization
 /// deliverer's pace (as with a lock) instead of filling an unbounded queue, and the deliverer
 /// returns after its own work plus a bounded batch.
 ///
-/// The wait spins briefly (a turn usually comes within a few deliveries), then blocks on a
-/// semaphore. Exactly one of ``grant()`` (the turn is the waiter's: it delivers) and
-/// ``dismiss()`` (no turn is needed any more: an engine whose deliverer stopped for lack of
+/// The wait blocks on a semaphore at once: a waiting sender's value is usually delivered for it
+/// by the turn in progress (a subject's budget), which can take a few dozen deliveries, and
+/// spinning meanwhile took the cores from the thread delivering (8 senders on 2 cores: half the
+/// throughput, measured). Exactly one of ``grant()`` (the turn is the waiter's: it delivers) and
+/// ``dismiss()`` (no turn is needed any more: a subject's turn delivered the waiter's value for
+/// it, or an engine whose deliverer stopped for lack of
 /// demand keeps the waiter's value buffered) is called, once, after the calling thread has
 /// given up the role.
 @usableFromInline
@@ -39,8 +34,6 @@ final class TurnWaiter: Sendable {
   /// How many values other threads may hand over to one turn of the role without waiting:
   /// the bound on what a deliverer runs for others, beyond its own work, per call.
   @inlinable static var grantsPerTurn: Int { 32 }
-  /// How often ``wait()`` checks before it blocks.
-  static var spins: Int { 200 }
 
   // Not inlinable: waiting is the slow path, and the fields stay internal.
   @usableFromInline
@@ -50,11 +43,6 @@ final class TurnWaiter: Sendable {
   @usableFromInline
   @discardableResult
   func wait() -> Bool {
-    for spin in 0..<Self.spins {
-      let outcome = outcome.load(ordering: .acquiring)
-      if outcome != Self.waiting { return outcome == Self.granted }
-      if spin & 15 == 15 { sched_yield() }
-    }
     semaphore.wait()
     return outcome.load(ordering: .acquiring) == Self.granted
   }

@@ -21,21 +21,28 @@ public import Synchronization
 ///   ``TurnWaiter/grantsPerTurn`` less the values already queued; a turn taken back after a
 ///   raced leave is the same call's and gets none). Past that, the sending thread queues a
 ///   ``TurnWaiter`` in the value's place and blocks until its turn;
-/// - the holder stops at the first waiter in the queue and hands it the turn (``Next/passed``):
-///   the waiter delivers its own value and runs what follows it.
+/// - the waiting sender's value is queued with its waiter. The holder delivers such values for
+///   their senders (and dismisses each waiter: its `send` returns) while the turn's *budget*
+///   lasts (``Guarded/budget``, ``TurnWaiter/grantsPerTurn`` per turn); at the first waiter
+///   past the budget it stops and hands that waiter the turn (``Next/passed``): the waiter
+///   delivers its own value and runs what follows it, with a budget of its own.
 ///
 /// So a `send` (or a `cancel()`, or a completion, that finds the turn free and takes it to run
-/// the queue) returns after its own delivery plus at most `grantsPerTurn + 1` values queued by
-/// other threads (and what its own subscribers send from inside their deliveries, and
-/// releases): a thread that never stops sending can no longer keep another thread's call
-/// delivering its values, and the queue holds at most that many values plus one waiter per
+/// the queue) returns after its own delivery plus at most `2 × grantsPerTurn + 1` values
+/// queued by other threads (and what its own subscribers send from inside their deliveries,
+/// and releases): a thread that never stops sending can no longer keep another thread's call
+/// delivering its values, and the queue holds at most the granted values plus one value per
 /// blocked thread. A racing sender waits at most for the turn in progress to reach its place.
+/// The budget keeps many concurrent senders fast: the turn passes once per budget of waiting
+/// senders' values, not once per value (each pass waits for the next holder to be scheduled,
+/// which on a machine whose cores are busy takes a time slice).
 ///
 /// **Proved, not only tested.** `Models/SubjectTurn.pml` models these steps (claim, leave,
 /// hand-off, raced re-claim, waiter hand-over) for spin, which checks every interleaving of
 /// 2–4 senders (CI: `Models/check`): every value delivered exactly once, each sender's in
-/// order; every call returns (no waiter left without its turn, nothing stranded); one call runs
-/// at most `grantsPerTurn + 1` values of other threads; nothing left queued, pending or held.
+/// order; every call returns (no waiter left without its turn or its delivery, nothing
+/// stranded); one call runs at most `2 × grantsPerTurn + 1` values of other threads; nothing
+/// left queued, pending or held.
 ///
 /// **Order.** The queue is the order in which sends were serialised (under the lock, or by
 /// taking ``reader``): every subscriber receives the values in that one order, each thread's in
@@ -111,6 +118,9 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     @usableFromInline var handedOverHead = 0
     /// How many more values other threads may hand to this turn without waiting.
     @usableFromInline var grants = TurnWaiter.grantsPerTurn
+    /// How many more waiting senders' values this turn delivers for them before it passes the
+    /// turn to the next waiting sender.
+    @usableFromInline var budget = TurnWaiter.grantsPerTurn
     /// How many values the queue holds (waiters not counted): a new turn's grants are what is
     /// left of ``TurnWaiter/grantsPerTurn`` after them.
     @usableFromInline var valuesQueued = 0
@@ -130,8 +140,10 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     /// A conduit cancelled while the sender may have been delivering to it: it releases its
     /// subscriber now (``AnyConduit/releaseAfterSenders()``).
     case release(Entry)
-    /// A thread that waits for the turn, to deliver its value (which it keeps) itself.
-    case waiter(TurnWaiter)
+    /// A value whose sender waits (``TurnWaiter``): the turn delivers it for the sender while
+    /// the turn's ``Guarded/budget`` lasts (then dismisses the waiter: its `send` returns);
+    /// past that, the turn passes to the sender, which delivers it itself.
+    case waiter(TurnWaiter, Output, SlotArray<Entry>)
     /// A conduit's drain that ran long on another thread (a request, a replay), continued by
     /// the turn so that no sender adds to the conduit's queue meanwhile
     /// (``AnyConduit/continueDrain()``).
@@ -278,9 +290,9 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     -> Claim
   {
     let waiter: TurnWaiter?
-    if needsGrant, guarded.grants == 0 {
+    if needsGrant, guarded.grants == 0, case .value(let value, let list) = work {
       waiter = TurnWaiter(thread: thread)
-      guarded.handedOver.append(.waiter(waiter.unsafelyUnwrapped))
+      guarded.handedOver.append(.waiter(waiter.unsafelyUnwrapped, value, list))
     } else {
       if needsGrant { guarded.grants -= 1 }
       if case .value = work { guarded.valuesQueued += 1 }
@@ -314,6 +326,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   @inlinable
   func beginTurn(_ guarded: inout Guarded) {
     guarded.grants = max(0, TurnWaiter.grantsPerTurn - guarded.valuesQueued)
+    guarded.budget = TurnWaiter.grantsPerTurn
   }
 
   @inlinable
@@ -386,7 +399,11 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
       guarded.handedOver.removeAll(keepingCapacity: true)
       guarded.handedOverHead = 0
     }
-    guard case .waiter(let waiter) = work else { return .run(work) }
+    guard case .waiter(let waiter, _, _) = work else { return .run(work) }
+    if guarded.budget > 0 {
+      guarded.budget -= 1
+      return .run(work)  // delivered for the waiting sender, which is then dismissed
+    }
     position.store(0, ordering: .relaxed)
     reader.store(Self.draining, ordering: .relaxed)
     readerThread.store(waiter.thread, ordering: .relaxed)

@@ -163,7 +163,8 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     case .draining:
       leave(thread: thread)  // runs the queue, this value included
     case .wait(let waiter):
-      waiter.wait()
+      // Dismissed: the turn delivered the value for this thread.
+      guard waiter.wait() else { return }
       // This thread's turn: the value goes to the subscribers attached when it was sent.
       deliver(value, to: conduits)
       leave(thread: thread)
@@ -240,8 +241,10 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
         conduit.releaseAfterSenders()
       case .run(.drain(let conduit)):
         conduit.continueDrain()
-      case .run(.waiter):
-        Violation.internalInconsistency("a subject ran a waiting sender as handed-over work")
+      case .run(.waiter(let waiter, let value, let conduits)):
+        // Delivered for the waiting sender, within the turn's budget: its `send` returns.
+        deliver(value, to: conduits)
+        waiter.dismiss()
       }
     }
   }

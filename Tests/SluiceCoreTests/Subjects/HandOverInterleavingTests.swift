@@ -152,47 +152,46 @@ struct HandOverInterleavingTests {
     #expect(received.all == [0, 1, 2, 3])
     withExtendedLifetime(sink) {}
   }
-  @Test("past the turn's grants a sender waits; the holder hands it the turn at its place")
+  // Past the grants a sender waits: the turn delivers its value for it while its budget lasts,
+  // then hands the next waiter the turn at its place.
+  @Test("past the grants, the budget, then the turn passes")
   func grantsRunOutAndTheTurnPasses() {
     let (subject, received, sink) = subjectWithSink()
     let core = subject.core
     guard senderATakesTheListAndDelivers0(core) != nil else { return }
     let grants = TurnWaiter.grantsPerTurn
     for value in 1...grants { #expect(handOff(value, on: core, by: senderB) == .busy) }
-    // No grants left: B's next value waits for B's own turn, and so does C's after it.
-    guard case .wait(let waiterB) = handOff(grants + 1, on: core, by: senderB),
-      case .wait(let waiterC) = handOff(grants + 2, on: core, by: senderC)
-    else {
-      Issue.record("a sender past the grants did not wait")
-      return
+    // No grants left: each further value waits, B's and C's in turn; one more than the budget.
+    var waiters: [TurnWaiter] = []
+    for index in 0...grants {
+      let sender = index.isMultiple(of: 2) ? senderB : senderC
+      guard case .wait(let waiter) = handOff(grants + 1 + index, on: core, by: sender) else {
+        Issue.record("a sender past the grants did not wait")
+        return
+      }
+      #expect(waiter.thread == sender)
+      waiters.append(waiter)
     }
-    #expect(waiterB.thread == senderB)
-    // A leaves: it runs the granted values, then stops at B's waiter and hands it the turn.
+    // A leaves: it runs the granted values, delivers the first `budget` waiting values for
+    // their senders (dismissing them), then stops at the last waiter and hands it the turn.
     #expect(core.subscribers.leave() == .kept)
     #expect(core.runHandedOver() == false)
-    #expect(received.all == Array(0...grants))
-    #expect(core.subscribers.readerThread.load(ordering: .relaxed) == senderB)
+    #expect(received.all == Array(0...2 * grants))
+    let last = waiters.removeLast()
+    #expect(waiters.allSatisfy { !$0.isGranted && $0.wait() == false }, "dismissed: delivered")
+    #expect(last.isGranted)
+    #expect(core.subscribers.readerThread.load(ordering: .relaxed) == last.thread)
     #expect(core.subscribers.reader.load(ordering: .relaxed) == List.draining)
-    let grantedB = waiterB.isGranted
-    let grantedC = waiterC.isGranted
-    #expect(grantedB && !grantedC)
-    // The turn is B's, with fresh grants: a hand-off from A is queued behind C's waiter.
+    // The turn is the last waiter's, with fresh grants: a hand-off from A is queued for it.
     #expect(handOff(100, on: core, by: senderA) == .busy)
-    // B delivers its value itself (what `send` does once granted), then leaves: it stops at C.
+    // It delivers its value itself (what `send` does once granted), runs A's and leaves.
     core.subscribers.forEach(inStorageAt: core.subscribers.current.load(ordering: .relaxed)) {
-      $0.receiveInPlace(grants + 1)
-    }
-    #expect(core.subscribers.leave() == .kept)
-    #expect(core.runHandedOver() == false)
-    #expect(core.subscribers.readerThread.load(ordering: .relaxed) == senderC)
-    // C delivers its value, runs A's value queued behind it, and gives the list back.
-    core.subscribers.forEach(inStorageAt: core.subscribers.current.load(ordering: .relaxed)) {
-      $0.receiveInPlace(grants + 2)
+      $0.receiveInPlace(2 * grants + 1)
     }
     #expect(core.subscribers.leave() == .kept)
     #expect(core.runHandedOver())
     #expect(core.subscribers.leave() == .left)
-    #expect(received.all == Array(0...grants + 2) + [100])
+    #expect(received.all == Array(0...2 * grants + 1) + [100])
     #expect(!isPending(core))
     withExtendedLifetime(sink) {}
   }
