@@ -8,11 +8,11 @@ import Synchronization
 /// order; each subscriber receives values serially (see ``Conduit``). One thread at a time
 /// delivers (the turn, see ``SharedSubscriberList``): a send (or completion) racing another
 /// thread's turn is handed to it, up to ``TurnWaiter/grantsPerTurn`` values per turn, and past
-/// that waits for its own turn; a send from inside a delivery is queued behind the value being
-/// delivered. Every subscriber receives the values in one order, the order the sends were
+/// that waits until the turn delivers its value for it (up to as many again per turn) or hands
+/// it the turn; a send from inside a delivery is queued behind the value being delivered. Every subscriber receives the values in one order, the order the sends were
 /// serialised in, each thread's in the order sent; nothing demanded is lost and nothing
 /// duplicated. **Bounded calls**: a `send`, `send(completion:)` or `cancel()` returns after its
-/// own work plus at most `grantsPerTurn + 1` values handed over by others.
+/// own work plus at most `2 × grantsPerTurn + 1` values handed over by others.
 /// **Completion**: delivered once to each attached subscriber and replayed to later
 /// ones (after `Subscriptions.empty`); values after completion are ignored.
 /// **Cost**: attaching and detaching a subscriber take constant amortised time, however many
@@ -118,7 +118,8 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   ///
   /// One sender at a time (the turn) reads the subscriber list in place, without the lock (see
   /// ``SharedSubscriberList``); a send that finds another thread's turn in progress hands its
-  /// value to it (or, once that turn has taken its share, waits for its own turn), and a send
+  /// value to it (or, once that turn has taken its share, waits until the turn delivers it or
+  /// passes to it), and a send
   /// from inside a delivery is queued behind the value being delivered.
   @inlinable
   func send(_ value: Output, storingAfterCompletion: Bool = false) {
