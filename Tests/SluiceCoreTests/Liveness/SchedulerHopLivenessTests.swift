@@ -20,7 +20,7 @@ struct SchedulerHopLivenessTests {
 
   /// Counts, per scheduler action, the work done on its thread while it ran.
   final class ActionMeter: Sendable {
-    let counts = Mutex<[UInt: Int]>([:])
+    let counts = Lock<[UInt: Int]>([:])  // (`Lock`: the thread sanitizer sees its hand-overs)
     let worst = Atomic<Int>(0)
     let total = Atomic<Int>(0)
 
