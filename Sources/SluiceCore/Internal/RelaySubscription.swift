@@ -15,9 +15,6 @@ enum RelayNext<NewPublisher, Failure: Error> {
 /// upstream it moved on from, traps naming the operator (`catch`) or is ignored (`Concatenate`,
 /// `lenient`, as Combine's). `next` (and the publisher it holds) is released once used, and on
 /// `cancel()`.
-// Safety (`@unchecked Sendable`): mutable state is in `state`'s lock, and `held` and `next` are
-// touched only inside `state.withLock`; the downstream, `next` and upstreams are called after
-// unlocking.
 @usableFromInline
 final class RelaySubscription<Upstream: Publisher, NewPublisher: Publisher, Downstream: Subscriber>:
   Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
@@ -26,6 +23,8 @@ where
   Upstream.Output == Downstream.Input, NewPublisher.Output == Downstream.Input,
   NewPublisher.Failure == Downstream.Failure
 {
+  // Safety: mutable state is in `state`'s lock, and `held` and `next` are touched only inside
+  // `state.withLock`; the downstream, `next` and upstreams are called after unlocking.
   @usableFromInline typealias Input = Upstream.Output
   @usableFromInline typealias Failure = Upstream.Failure
 

@@ -198,20 +198,16 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
-    let thread = currentThreadIdentity()
-    let (scheduleDeliver, first) = state.withLock {
-      state -> (ScheduleDeliver?, (Signal, Downstream)?) in
-      guard case .subscribed = state.phase else { return (nil, nil) }
+    // A scheduler that runs actions inside `schedule`: as if this were its action.
+    if runsActionsAtOnce { return receiveInAction(completion: completion) }
+    let scheduleDeliver = state.withLock { state -> ScheduleDeliver? in
+      guard case .subscribed = state.phase else { return nil }
       state.phase = .completing
       state.upstream = nil
-      guard runsActionsAtOnce else {
-        state.queue.submit(.completion(completion))
-        return (state.scheduleDeliver, nil)
-      }
-      return (nil, state.deliverable(state.queue.submitAndRun(.completion(completion), on: thread)))
+      state.queue.submit(.completion(completion))
+      return state.scheduleDeliver
     }
     scheduleDeliver?.run()
-    if let first { perform(first) }
   }
 
   /// A completion made inside one of the scheduler's own actions (`timeout`'s timer): delivered

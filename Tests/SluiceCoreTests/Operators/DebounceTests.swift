@@ -37,7 +37,7 @@ struct DebounceTests {
     let scheduler = DispatchQueue.test
     let source = TestPublisher<Int, Never>()
     let recorder = RecordingSubscriber<Int, Never>()
-    let counting = CountingScheduler(scheduler)
+    let counting = ObservedScheduler(scheduler)
     source.debounce(for: .milliseconds(300), scheduler: counting).subscribe(recorder)
     // Ten values 100 ms apart: one timer at a time, moved forward, never one per value.
     for value in 1...10 {
@@ -47,14 +47,14 @@ struct DebounceTests {
     }
     // Armed at 0 ms for 300; re-armed when it fires for the latest deadline it finds: at 300
     // for 500, at 500 for 700, at 700 for 900, at 900 for 1100 (Combine: one per value).
-    #expect(counting.scheduled.withLock { $0 } == 5)
+    #expect(counting.timers == 5)
     #expect(recorder.values.isEmpty, "no 300 ms gap yet")
     // The last value came at 900 ms (the clock now reads 1000 ms): due at 1200 ms.
     scheduler.advance(by: .milliseconds(199))
     #expect(recorder.values.isEmpty)
     scheduler.advance(by: .milliseconds(1))
     #expect(recorder.values == [10])
-    #expect(counting.scheduled.withLock { $0 } == 6, "re-armed at 1100 for 1200")
+    #expect(counting.timers == 6, "re-armed at 1100 for 1200")
     #expect(scheduler.pendingActionCount == 0)
     // Values at the same instant: the latest one comes out, once.
     source.send(11)
@@ -145,40 +145,5 @@ struct DebounceTests {
     #expect(values.count == 2)
     #expect(values.last == -1, "one burst, one value, then the sentinel")
     #expect(checker.violations.isEmpty, "\(checker.violations)")
-  }
-}
-
-/// A scheduler that counts the timers scheduled on the test scheduler it wraps.
-private final class CountingScheduler: Scheduler, Sendable {
-  typealias SchedulerTimeType = DispatchQueue.SchedulerTimeType
-  typealias SchedulerOptions = DispatchQueue.SchedulerOptions
-
-  let base: TestSchedulerOf<DispatchQueue>
-  let scheduled = Mutex(0)
-
-  init(_ base: TestSchedulerOf<DispatchQueue>) { self.base = base }
-
-  var now: SchedulerTimeType { base.now }
-  var minimumTolerance: SchedulerTimeType.Stride { base.minimumTolerance }
-
-  func schedule(options: SchedulerOptions?, _ action: @escaping () -> Void) {
-    base.schedule(options: options, action)
-  }
-
-  func schedule(
-    after date: SchedulerTimeType, tolerance: SchedulerTimeType.Stride,
-    options: SchedulerOptions?, _ action: @escaping () -> Void
-  ) {
-    scheduled.withLock { $0 += 1 }
-    base.schedule(after: date, tolerance: tolerance, options: options, action)
-  }
-
-  func schedule(
-    after date: SchedulerTimeType, interval: SchedulerTimeType.Stride,
-    tolerance: SchedulerTimeType.Stride, options: SchedulerOptions?, _ action: @escaping () -> Void
-  ) -> any Cancellable {
-    scheduled.withLock { $0 += 1 }
-    return base.schedule(
-      after: date, interval: interval, tolerance: tolerance, options: options, action)
   }
 }

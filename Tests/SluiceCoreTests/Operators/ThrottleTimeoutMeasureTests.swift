@@ -101,49 +101,14 @@ struct ThrottleTimeoutMeasureTests {
   }
 
   @Test func theTimeoutIsDeliveredInsideTheTimersActionAsCombine() {
-    let scheduler = TimerMarkingScheduler()
+    let scheduler = ObservedScheduler()
     let source = TestPublisher<Int, Never>()
     let insideTimer = Box<Bool>()
     let cancellable = source.timeout(.seconds(1), scheduler: scheduler).sink(
-      receiveCompletion: { _ in insideTimer.set(scheduler.inTimer.value ?? false) },
+      receiveCompletion: { _ in insideTimer.set(scheduler.inTimer.load(ordering: .relaxed)) },
       receiveValue: { _ in })
     scheduler.base.advance(by: .seconds(1))
     #expect(insideTimer.value == true, "no extra scheduled action after the timer fired")
     withExtendedLifetime(cancellable) {}
-  }
-}
-
-/// A test scheduler that marks when one of its repeating (timer) actions is running.
-struct TimerMarkingScheduler: Scheduler {
-  typealias SchedulerTimeType = DispatchQueue.SchedulerTimeType
-  typealias SchedulerOptions = DispatchQueue.SchedulerOptions
-  let base = DispatchQueue.test
-  let inTimer = Box<Bool>(false)
-
-  var now: SchedulerTimeType { base.now }
-  var minimumTolerance: SchedulerTimeType.Stride { base.minimumTolerance }
-
-  func schedule(options: SchedulerOptions?, _ action: @escaping () -> Void) {
-    base.schedule(options: options, action)
-  }
-
-  func schedule(
-    after date: SchedulerTimeType, tolerance: SchedulerTimeType.Stride,
-    options: SchedulerOptions?, _ action: @escaping () -> Void
-  ) {
-    base.schedule(after: date, tolerance: tolerance, options: options, action)
-  }
-
-  func schedule(
-    after date: SchedulerTimeType, interval: SchedulerTimeType.Stride,
-    tolerance: SchedulerTimeType.Stride, options: SchedulerOptions?,
-    _ action: @escaping () -> Void
-  ) -> any Cancellable {
-    base.schedule(after: date, interval: interval, tolerance: tolerance, options: options) {
-      [inTimer] in
-      inTimer.set(true)
-      action()
-      inTimer.set(false)
-    }
   }
 }

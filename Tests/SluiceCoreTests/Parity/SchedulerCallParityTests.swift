@@ -1,7 +1,6 @@
 import Dispatch
 import SluiceCore
 import SluiceTesting
-import Synchronization
 import Testing
 
 /// When `throttle`, `debounce` and `measureInterval` read their scheduler's clock, and with
@@ -9,45 +8,8 @@ import Testing
 /// same calls.
 @Suite("Scheduler calls as Combine's")
 struct SchedulerCallParityTests {
-  /// A test scheduler that counts reads of `now` and records the options of `schedule`.
-  final class LoggingScheduler: Scheduler, @unchecked Sendable {
-    // Safety: the counters are atomic or behind a mutex; `base` is thread-safe.
-    typealias SchedulerTimeType = DispatchQueue.SchedulerTimeType
-    typealias SchedulerOptions = DispatchQueue.SchedulerOptions
-    let base = DispatchQueue.test
-    let nowReads = Atomic<Int>(0)
-    /// For each `schedule(options:_:)`: whether options were passed.
-    let immediateOptions = Mutex<[Bool]>([])
-
-    var now: SchedulerTimeType {
-      nowReads.add(1, ordering: .relaxed)
-      return base.now
-    }
-    var minimumTolerance: SchedulerTimeType.Stride { base.minimumTolerance }
-    var reads: Int { nowReads.load(ordering: .relaxed) }
-
-    func schedule(options: SchedulerOptions?, _ action: @escaping () -> Void) {
-      immediateOptions.withLock { $0.append(options != nil) }
-      base.schedule(options: options, action)
-    }
-    func schedule(
-      after date: SchedulerTimeType, tolerance: SchedulerTimeType.Stride,
-      options: SchedulerOptions?, _ action: @escaping () -> Void
-    ) {
-      base.schedule(after: date, tolerance: tolerance, options: options, action)
-    }
-    func schedule(
-      after date: SchedulerTimeType, interval: SchedulerTimeType.Stride,
-      tolerance: SchedulerTimeType.Stride, options: SchedulerOptions?,
-      _ action: @escaping () -> Void
-    ) -> any Cancellable {
-      base.schedule(
-        after: date, interval: interval, tolerance: tolerance, options: options, action)
-    }
-  }
-
   @Test func throttleReadsTheClockWhenCombineDoes() {
-    let scheduler = LoggingScheduler()
+    let scheduler = ObservedScheduler()
     let source = TestPublisher<Int, Never>()
     let recorder = RecordingSubscriber<Int, Never>()
     source.throttle(for: .seconds(1), scheduler: scheduler, latest: true).subscribe(recorder)
@@ -65,7 +27,7 @@ struct SchedulerCallParityTests {
   }
 
   @Test func throttleReadsTheClockOnCompletionButNotToEmitIt() {
-    let scheduler = LoggingScheduler()
+    let scheduler = ObservedScheduler()
     let source = TestPublisher<Int, Never>()
     let recorder = RecordingSubscriber<Int, Never>()
     source.throttle(for: .seconds(1), scheduler: scheduler, latest: false).subscribe(recorder)
@@ -77,7 +39,7 @@ struct SchedulerCallParityTests {
   }
 
   @Test func measureIntervalReadsTheClockOnlyWhileMeasuring() {
-    let scheduler = LoggingScheduler()
+    let scheduler = ObservedScheduler()
     let source = HeldPublisher<Int, Never>()
     let cancellable = source.measureInterval(using: scheduler).sink { _ in }
     source.send(subscription: Subscriptions.empty)
@@ -90,7 +52,7 @@ struct SchedulerCallParityTests {
   }
 
   @Test func debounceReadsTheClockOnlyWhileSubscribedAndSchedulesItsCompletionWithoutOptions() {
-    let scheduler = LoggingScheduler()
+    let scheduler = ObservedScheduler()
     let source = HeldPublisher<Int, Never>()
     let recorder = RecordingSubscriber<Int, Never>()
     source.debounce(for: .seconds(1), scheduler: scheduler, options: .init(qos: .background))
