@@ -10,6 +10,19 @@ let strict: [SwiftSetting] = [
   .enableUpcomingFeature("InternalImportsByDefault"),
 ]
 
+/// Platforms without Apple's Combine, where the `Combine` product is Sluice.
+let withoutAppleCombine: [Platform] = [.linux, .windows, .android, .wasi, .openbsd]
+
+/// The module behind the `Combine` product. On a host with Apple's Combine (the manifest is
+/// evaluated on the host) it is not named `Combine`, so building this package there never makes a
+/// module that shadows Apple's framework; clients name the product with the platform condition
+/// `.when(platforms: [.linux, .windows, .android, .wasi, .openbsd])` (see the migration article).
+#if canImport(Darwin)
+  let combineModule = "SluiceCombine"
+#else
+  let combineModule = "Combine"
+#endif
+
 let package = Package(
   name: "Sluice",
   platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
@@ -18,6 +31,9 @@ let package = Package(
     .library(name: "SluiceCore", targets: ["SluiceCore"]),
     .library(name: "SluiceAsync", targets: ["SluiceAsync"]),
     .library(name: "SluiceTesting", targets: ["SluiceTesting"]),
+    // `import Combine` on platforms without Apple's Combine: code written for Combine builds
+    // unchanged, `#if canImport(Combine)` included.
+    .library(name: "Combine", targets: [combineModule]),
     // URLSession's publishers: a product of their own, so that the others never link
     // FoundationNetworking.
     .library(name: "SluiceNetworking", targets: ["SluiceNetworking"]),
@@ -30,6 +46,9 @@ let package = Package(
     .target(name: "SluiceNetworking", dependencies: ["SluiceCore"], swiftSettings: strict),
     .target(
       name: "Sluice", dependencies: ["SluiceCore", "SluiceAsync"], swiftSettings: strict),
+    .target(
+      name: combineModule, dependencies: ["Sluice"], path: "Sources/Combine",
+      swiftSettings: strict),
     // An app-shaped example (view model, actor, for-await), built like any app target.
     .target(
       name: "SearchApp", dependencies: ["Sluice"], path: "Examples/SearchApp",
@@ -38,6 +57,11 @@ let package = Package(
       name: "SluiceExamples", dependencies: ["Sluice", "SluiceTesting", "SearchApp"],
       path: "Examples/SluiceExamples",
       swiftSettings: strict),
+    // URLSession's publisher from async code (its own target: the tour never links
+    // FoundationNetworking).
+    .target(
+      name: "URLSessionExamples", dependencies: ["Sluice", "SluiceNetworking"],
+      path: "Examples/URLSessionExamples", swiftSettings: strict),
     .executableTarget(
       name: "SluiceTour", dependencies: ["SluiceExamples"], path: "Examples/Tour",
       swiftSettings: strict),
@@ -54,12 +78,23 @@ let package = Package(
       swiftSettings: strict),
     .testTarget(
       name: "SluiceNetworkingTests",
-      dependencies: ["Sluice", "SluiceNetworking", "SluiceTesting", "SluiceTestSupport"],
+      dependencies: [
+        "Sluice", "SluiceNetworking", "SluiceTesting", "SluiceTestSupport", "URLSessionExamples",
+      ],
       swiftSettings: strict),
     .testTarget(
       name: "SluiceExamplesTests",
       dependencies: [
         "Sluice", "SluiceExamples", "SearchApp", "SluiceTesting", "SluiceTestSupport",
+      ],
+      swiftSettings: strict),
+    // Written as a client of Apple's Combine: `import Combine`, qualified names. On Apple
+    // platforms it runs against Apple's Combine, elsewhere against the `Combine` product.
+    .testTarget(
+      name: "CombineDropInTests",
+      dependencies: [
+        .target(name: combineModule, condition: .when(platforms: withoutAppleCombine)),
+        "SluiceTestSupport",
       ],
       swiftSettings: strict),
     .testTarget(

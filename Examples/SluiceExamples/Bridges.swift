@@ -64,7 +64,46 @@ import SluiceTesting
   } catch {
     lines.append("singleValue() of Empty: \(error)")
   }
+
+  // Async steps inside a pipeline: asyncMap awaits an actor per value (order kept, at most
+  // maxConcurrent at a time), asyncFilter an async predicate, tryAsyncMap an async throwing one.
+  let directory = Directory()
+  let names = try? await (1...3).publisher
+    .asyncMap(maxConcurrent: 2) { id in await directory.name(of: id) }
+    .asyncFilter { name in await directory.isActive(name) }
+    .allValues()
+  lines.append("asyncMap then asyncFilter through an actor: \(names ?? [])")
+  do {
+    _ = try await (1...3).publisher
+      .tryAsyncMap { id throws(LookupError) in
+        guard id < 3 else { throw LookupError(id: id) }
+        return id
+      }
+      .allValues()
+  } catch {
+    lines.append("tryAsyncMap failed: \(error)")
+  }
+
+  // An async sequence as a publisher whose pulling task runs at a priority of your choice.
+  let (urgent, urgentSink) = AsyncStream<String>.makeStream()
+  urgentSink.yield("alarm")
+  urgentSink.finish()
+  let alarms = (try? await urgent.publisher(priority: .high).allValues()) ?? []
+  lines.append("AsyncStream.publisher(priority: .high): \(alarms)")
   return lines
+}
+
+/// The actor `asyncMap` and `asyncFilter` await in the bridges tour.
+actor Directory {
+  private let names = [1: "ada", 2: "brian", 3: "chris"]
+  func name(of id: Int) -> String { names[id] ?? "?" }
+  func isActive(_ name: String) -> Bool { name != "brian" }
+}
+
+/// The error `tryAsyncMap` fails with in the bridges tour.
+struct LookupError: Error, CustomStringConvertible {
+  let id: Int
+  var description: String { "no entry for \(id)" }
 }
 
 /// Actors and pipelines: a scheduler that runs actions on an actor, in order, and a sink whose

@@ -68,7 +68,9 @@ extension URLSession {
   /// Combine's own).
   public var sluice: Sluice { Sluice(self) }
 
-  #if !canImport(Combine)
+  // Where Foundation has no Combine publishers of its own (not Apple platforms). Not
+  // `canImport(Combine)`: off Apple platforms this package has a `Combine` module of its own.
+  #if !canImport(Darwin)
     /// Combine's name for ``URLSession/Sluice/DataTaskPublisher``.
     public typealias DataTaskPublisher = Sluice.DataTaskPublisher
 

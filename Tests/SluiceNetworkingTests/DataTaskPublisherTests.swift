@@ -4,6 +4,7 @@ import SluiceNetworking
 import SluiceTestSupport
 import SluiceTesting
 import Testing
+import URLSessionExamples
 
 #if canImport(FoundationNetworking)
   import FoundationNetworking
@@ -230,5 +231,18 @@ final class SlowAttacher: Subscriber, @unchecked Sendable {
 
   func receive(completion: Subscribers.Completion<URLError>) {
     lock.withLock { log.append(completion == .finished ? "finished" : "failed") }
+  }
+}
+
+/// The URLSession example (Examples/URLSessionExamples) prints what it shows.
+@Suite("URLSession example")
+struct URLSessionExampleTests {
+  @Test func theExamplePrintsWhatItShows() async {
+    #expect(
+      await urlSessionTour() == [
+        "dataTaskPublisher → decode → firstValue(): oslo -3.5°C",
+        "an unknown city fails after one retry: URLError",
+        "flatMap(maxPublishers: .max(2)) over sluice.dataTaskPublisher: [\"lima\", \"cairo\", \"oslo\"]",
+      ])
   }
 }
