@@ -18,7 +18,7 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 OUTPUT = ROOT / "Tests/SluiceExamplesTests/ArticleSnippets.swift"
 DECLARATION = re.compile(
-    r"^(@MainActor\s+)?(final class|class|struct|enum|actor|func|protocol|@Test|@Suite|@MainActor)\b"
+    r"^((@MainActor|@Observable)\s+)*(final class|class|struct|enum|actor|func|protocol|@Test|@Suite|@MainActor)\b"
 )
 
 
@@ -35,6 +35,7 @@ def generate():
         "// swift-format-ignore-file",
         "import Dispatch",
         "import Foundation",
+        "import Observation",
         "import Sluice",
         "import SluiceTesting",
         "import Testing",

@@ -1,6 +1,8 @@
 // An app-shaped example, compiled in Swift 6 language mode with warnings as errors: a main-actor
 // view model fed by a search-as-you-type pipeline, an actor fed by a pipeline in order, a
-// `for await` loop over a `@Published` property, and main-actor code awaiting an operator chain.
+// `for await` loop over a `@Published` property, main-actor code awaiting an operator chain, and
+// the same screen as an `@Observable` model.
+public import Observation
 public import Sluice
 
 /// What the app searches: async and cancellable (a network API in a real app).
@@ -100,4 +102,30 @@ public actor SearchHistory {
   public init() {}
 
   func add(_ query: String) { queries.append(query) }
+}
+
+/// The same screen as an `@Observable` model — where apps are moving from `ObservableObject` — in
+/// both directions: the model's `query` drives the pipeline (``ObservationPublisher``), and the
+/// pipeline sets the model's `results` on the main actor (`sink(isolatedTo:)`).
+@available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
+@Observable @MainActor
+public final class ObservableSearchModel {
+  /// What the user typed.
+  public var query = ""
+  /// The latest search's results.
+  public private(set) var results: [String] = []
+  @ObservationIgnored private var cancellable: AnyCancellable?
+
+  /// Searches `service` for each query the user pauses on for `pause` of `scheduler`'s time.
+  public init<S: Scheduler>(
+    service: any SearchService, scheduler: S, pause: S.SchedulerTimeType.Stride
+  ) {
+    cancellable = ObservationPublisher { [weak self] in self?.query ?? "" }
+      .debounce(for: pause, scheduler: scheduler)
+      .removeDuplicates()
+      .filter { !$0.isEmpty }
+      .map { query in AsyncFuture { try await service.search(query) }.replaceError(with: []) }
+      .switchToLatest()
+      .sink(isolatedTo: MainActor.shared) { [weak self] _, found in self?.results = found }
+  }
 }

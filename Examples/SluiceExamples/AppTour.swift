@@ -21,5 +21,30 @@ import SluiceTesting
   lines.append("after a 300 ms pause: searched \(await catalog.searched), results \(results)")
   while await history.queries.count < 3 { await Task.yield() }
   lines.append("the history actor, in order: \(await history.queries)")
+  if #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) {
+    lines += await observableSearchTour(catalog: catalog)
+  }
+  return lines
+}
+
+/// The same screen as an `@Observable` model: its `query` drives the pipeline through
+/// `ObservationPublisher`, and the pipeline sets its `results` on the main actor.
+@available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
+@MainActor func observableSearchTour(catalog: Catalog) async -> [String] {
+  var lines: [String] = []
+  let scheduler = DispatchQueue.test
+  let screen = ObservableSearchModel(
+    service: catalog, scheduler: scheduler, pause: .milliseconds(300))
+  for query in ["swi", "slu"] {
+    screen.query = query
+    // The observation runs on the main actor once this code yields; debounce then waits for a
+    // pause of 300 ms (virtual time, moved on here once debounce has scheduled its timer).
+    while !screen.results.contains(where: { $0.lowercased().contains(query) }) {
+      if scheduler.pendingActionCount > 0 { scheduler.advance(by: .milliseconds(300)) }
+      await Task.yield()
+    }
+    lines.append(
+      "@Observable query \"\(query)\" → results set on the main actor: \(screen.results)")
+  }
   return lines
 }

@@ -3,6 +3,7 @@
 // swift-format-ignore-file
 import Dispatch
 import Foundation
+import Observation
 import Sluice
 import SluiceTesting
 import Testing
@@ -50,6 +51,21 @@ struct ActorsAndPipelinesSnippets {
 
     func nextWarmReading() async throws -> Double {
       try await readings.first { $0 > 25 }.firstValue()
+    }
+  }
+
+  // Block 5.
+  @Observable @MainActor final class Dashboard {
+    var filter = ""
+    private(set) var shown: [String] = []
+    @ObservationIgnored private var cancellable: AnyCancellable?
+
+    init(items: [String], scheduler: TestSchedulerOf<DispatchQueue>) {
+      cancellable = ObservationPublisher { [weak self] in self?.filter ?? "" }
+        .debounce(for: .milliseconds(200), scheduler: scheduler)
+        .removeDuplicates()
+        .map { filter in items.filter { filter.isEmpty || $0.contains(filter) } }
+        .sink(isolatedTo: MainActor.shared) { [weak self] _, found in self?.shown = found }
     }
   }
 

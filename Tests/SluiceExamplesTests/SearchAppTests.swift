@@ -80,4 +80,28 @@ struct SearchAppTests {
     model.query = "sl"
     #expect(try await results.value == ["Sluice"])
   }
+
+  @available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *)
+  @Test func anObservableModelDrivesThePipelineAndThePipelineSetsTheModel() async throws {
+    let catalog = Catalog(items: items)
+    let scheduler = DispatchQueue.test
+    let screen = ObservableSearchModel(
+      service: catalog, scheduler: scheduler, pause: .milliseconds(300))
+    screen.query = "sw"
+    screen.query = "swi"  // one main-actor turn: observed once, as "swi"
+    #expect(await eventually { scheduler.pendingActionCount > 0 })  // debounce is waiting
+    scheduler.advance(by: .milliseconds(299))
+    #expect(await catalog.searched.isEmpty)
+    scheduler.advance(by: .milliseconds(1))
+    #expect(await eventually { screen.results == ["Swift", "Swiftly"] })
+    #expect(await catalog.searched == ["swi"])
+
+    // Unchanged: Observation reports the assignment, removeDuplicates drops it.
+    screen.query = "swi"
+    screen.query = "com"
+    #expect(await eventually { scheduler.pendingActionCount > 0 })
+    scheduler.advance(by: .milliseconds(300))
+    #expect(await eventually { screen.results == ["Combine"] })
+    #expect(await catalog.searched == ["swi", "com"])
+  }
 }

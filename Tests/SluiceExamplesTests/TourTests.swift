@@ -202,4 +202,6 @@ let expectedTour: [String] = [
   "for await saw [\"s\", \"sw\", \"swi\"]",
   "after a 300 ms pause: searched [\"swi\"], results [\"Swift\", \"Swiftly\"]",
   "the history actor, in order: [\"s\", \"sw\", \"swi\"]",
+  "@Observable query \"swi\" → results set on the main actor: [\"Swift\", \"Swiftly\"]",
+  "@Observable query \"slu\" → results set on the main actor: [\"Sluice\"]",
 ]

@@ -121,6 +121,7 @@ func registerRealTimeRows() {
   // 140 µs here, paid once per burst) weigh a tenth as much per value, so the row shows the
   // operators' own cost per value under a real scheduler.
   registerThrottleRows(burst: 10 * elements, queue: queue, interval: interval)
+  registerObservationRows()
 }
 
 /// Throttle under a burst of `burst` values on `queue`, for Sluice and both anchors.
