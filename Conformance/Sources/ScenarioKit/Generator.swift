@@ -21,6 +21,9 @@ public struct SplitMix64: Sendable {
 }
 
 extension Scenario {
+  /// The first seed whose scenarios may use virtual time and a misbehaving source.
+  public static let firstExtendedSeed: UInt64 = 20_000
+
   /// The scenario for `seed`: one to three operators, a demand script and 4…16 steps.
   public init(seed: UInt64) {
     var random = SplitMix64(seed: seed)
@@ -33,7 +36,10 @@ extension Scenario {
       default: nil
       }
     }
-    var operators = (0...random.next(upTo: 3)).map { _ in Operator.random(&random) }
+    let extended = seed >= Self.firstExtendedSeed
+    var operators = (0...random.next(upTo: 3)).map { _ in
+      Operator.random(&random, extended: extended)
+    }
     // OpenCombine's replaceError delivers its replacement again on every re-entrant request (a
     // known divergence); `retry` and `flatMap` request re-entrantly from inside receive, so
     // below them that recursion never ends and OpenCombine overflows its stack (seeds 44353,
@@ -46,8 +52,20 @@ extension Scenario {
     let initialDemand = demand(allowingNone: true)
     let returnedDemands = (0..<12).map { _ in random.chance(60) ? nil : demand(allowingNone: true) }
     let reentrantRequests = Set((0..<12).filter { _ in random.chance(10) })
-    let steps = (0..<(4 + random.next(upTo: 13))).map { _ -> Step in
-      switch random.next(upTo: 100) {
+    // Seeds from `firstExtendedSeed` on also draw time operators, time steps and a misbehaving
+    // source; below it the scenarios stay what they always were.
+    let timed = operators.contains(where: \.usesVirtualTime)
+    // A crash cannot be compared: pipelines where a misbehaving source crashes either side
+    // keep a well-behaved source.
+    let rogue =
+      extended && random.chance(15)
+      && !operators.contains(where: \.crashesOnAMisbehavingSource)
+    var steps = (0..<(4 + random.next(upTo: 13))).map { _ -> Step in
+      if timed, random.chance(30) { return .advance(1 + random.next(upTo: 4)) }
+      if rogue, random.chance(15) {
+        return random.chance(70) ? .rogueSend(random.next(upTo: 10)) : .rogueFinish
+      }
+      return switch random.next(upTo: 100) {
       case 0..<62: .send(random.next(upTo: 10))
       case 62..<76: .request(demand(allowingNone: false) ?? .max(1))
       case 76..<81: .cancel
@@ -55,8 +73,11 @@ extension Scenario {
       default: .fail(1 + random.next(upTo: 3))
       }
     }
+    if timed { steps.append(.advance(20)) }  // what is still scheduled falls due
     self.init(
       seed: seed, operators: operators, initialDemand: initialDemand,
-      returnedDemands: returnedDemands, reentrantRequests: reentrantRequests, steps: steps)
+      returnedDemands: returnedDemands, reentrantRequests: reentrantRequests, steps: steps,
+      completesBeforeSubscription: rogue && random.chance(30)
+        && operators.allSatisfy(\.toleratesACompletionBeforeSubscription))
   }
 }

@@ -52,8 +52,11 @@ public struct KnownDivergence: Sendable {
         // source, so Sluice's log finishes where OpenCombine's subscribes the source.
         let first = firstDifference(sluice, openCombine).sluice
         let neverSubscribed = !sluice.contains { $0.hasPrefix("src#1 subscribed") }
+        let difference = firstDifference(sluice, openCombine)
         return scenario.operators.contains(where: \.isOutputRange)
           && (first?.hasSuffix(" cancel") == true
+            // OpenCombine never finishes: nothing past the range comes (a delayed last value).
+            || (difference.sluice == "sub finished" && difference.other == nil)
             || (scenario.operators.contains(.prependValues) && neverSubscribed
               && valuesAndRequests(openCombine).starts(with: valuesAndRequests(sluice))))
       }),
@@ -172,6 +175,51 @@ public struct KnownDivergence: Sendable {
         """,
       explains: { _, sluice, openCombine in
         withoutSignalsAfterEnd(sluice) == withoutSignalsAfterEnd(openCombine)
+      }),
+    KnownDivergence(
+      kind: .sluiceOnPurpose,
+      name: "nothing reaches a subscriber after it cancelled, nor what a misbehaving source "
+        + "sends after it completed",
+      evidence: """
+        README, "Where Sluice differs from Combine, on purpose": nothing is delivered after \
+        termination. OpenCombine's debounce, delay and timeout deliver a completion they had \
+        scheduled after the subscriber cancelled (at the next scheduler turn), and its \
+        pass-through operators forward values and completions a source sends after it \
+        completed; Sluice's do neither. Everything else in the logs is the same, and what \
+        Sluice delivered is what OpenCombine delivered, less those signals.
+        """,
+      explains: { scenario, sluice, openCombine in
+        let rest = { (log: [String]) in withoutSignalsAfterEnd(log.filter { !isDelivery($0) }) }
+        guard rest(sluice) == rest(openCombine) else { return false }
+        let delivered = sluice.filter(isDelivery)
+        let reference = openCombine.filter(isDelivery)
+        guard delivered.count < reference.count, isSubsequence(delivered, of: reference) else {
+          return false
+        }
+        if scenario.hasMisbehavingSource { return true }
+        // Otherwise only after the subscriber's cancel: the same before it, nothing after.
+        guard let cancel = sluice.firstIndex(of: "sub cancel"),
+          let reference = openCombine.firstIndex(of: "sub cancel")
+        else { return false }
+        return sluice[..<cancel].filter(isDelivery) == openCombine[..<reference].filter(isDelivery)
+          && !sluice[cancel...].contains(where: isDelivery)
+      }),
+    KnownDivergence(
+      kind: .sluiceOnPurpose,
+      name: "prefix(untilOutputFrom:) goes on after its upstream completed before its "
+        + "subscription",
+      evidence: """
+        A misbehaving source completes before it hands over its subscription. OpenCombine's \
+        PrefixUntilOutput then cancels the subscription when it comes and never gives its own \
+        subscriber one, so that subscriber waits for ever without a subscription, a completion \
+        or a way to cancel. Combine's documentation says nothing of this case; Sluice ignores \
+        the early completion (as its other operators with a subscription of their own do, \
+        README's misuse table) and serves the subscriber from the subscription that follows.
+        """,
+      explains: { scenario, _, openCombine in
+        scenario.completesBeforeSubscription && scenario.operators.first == .prefixUntilNever
+          && !openCombine.contains { $0.hasPrefix("sub subscription") }
+          && openCombine.contains("src#1 cancel")
       }),
   ]
 
@@ -300,31 +348,72 @@ func withoutAnswer(_ line: String) -> Substring {
   return line[..<arrow]
 }
 
+/// Whether a line is something delivered to the subscriber (or printed as passing to it).
+func isDelivery(_ line: String) -> Bool {
+  line.hasPrefix("sub value") || line == "sub request max(1) (re-entrant)" || isCompletion(line)
+    || line.hasPrefix("print p: receive value") || line.hasPrefix("print p: receive finished")
+    || line.hasPrefix("print p: receive error") || line.hasPrefix("print p: request max")
+}
+
+/// Whether `part`'s lines all appear in `whole`, in order.
+func isSubsequence(_ part: [String], of whole: [String]) -> Bool {
+  var remaining = whole[...]
+  for line in part {
+    guard let found = remaining.firstIndex(of: line) else { return false }
+    remaining = remaining[(found + 1)...]
+  }
+  return true
+}
+
+extension Scenario {
+  /// Whether the source misbehaves in this scenario.
+  var hasMisbehavingSource: Bool {
+    completesBeforeSubscription
+      || steps.contains { step in
+        switch step {
+        case .rogueSend, .rogueFinish: true
+        default: false
+        }
+      }
+  }
+}
+
 func isCompletion(_ line: String) -> Bool {
   line == "sub finished" || line.hasPrefix("sub failure")
 }
 
-/// The log without requests and cancels that reached a source subscription after it completed.
+/// The log without requests and cancels that reached a source subscription after it completed
+/// (print's request lines too, once print saw the completion), and without the demand answered
+/// for a value a misbehaving source sends after its completion.
 func withoutSignalsAfterEnd(_ log: [String]) -> [String] {
   var ended = Set<Substring>()
   var cancelled = Set<Substring>()
+  var printEnded = false
   return log.compactMap { line in
+    if line.hasPrefix("print p: receive finished") || line.hasPrefix("print p: receive error") {
+      printEnded = true
+    }
+    if printEnded, line.hasPrefix("print p: request") || line == "print p: receive cancel" {
+      return nil
+    }
     guard line.hasPrefix("src#"), let space = line.firstIndex(of: " ") else { return line }
     let link = line[..<space]
     let event = line[line.index(after: space)...]
-    if event == "finished" || event.hasPrefix("failure") {
+    if event.hasPrefix("finished") || event.hasPrefix("failure") {
       ended.insert(link)
       return line
     }
     // The demand answered for a value that arrives while it is being cancelled: Sluice answers
     // none, Combine's operators (and OpenCombine's) what they would have asked for.
-    if cancelled.contains(link), event.hasPrefix("sent "), let got = line.firstRange(of: ", got ") {
+    if cancelled.contains(link) || ended.contains(link), event.hasPrefix("sent "),
+      let got = line.firstRange(of: ", got ")
+    {
       return String(line[..<got.lowerBound])
     }
     // A request after the operator cancelled its upstream (buffer(.keepFull) refills then).
     if event.hasPrefix("request"), cancelled.contains(link) { return nil }
     let isSignal = event.hasPrefix("request") || event == "cancel"
-    if event == "cancel" { cancelled.insert(link) }
+    if event == "cancel", !ended.contains(link) { cancelled.insert(link) }
     return isSignal && ended.contains(link) ? nil : line
   }
 }

@@ -28,6 +28,10 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
   case throttleImmediate(latest: Bool)
   case buffer(size: Int, keepFull: Bool, whenFull: Int)
   case print
+  // On the driver's virtual-time scheduler (ticks; `Step.advance` moves time).
+  case debounceVirtual(Int), throttleVirtual(Int, latest: Bool), delayVirtual(Int)
+  case timeoutVirtual(Int)
+  case measureIntervalVirtual
 
   public var description: String {
     switch self {
@@ -99,11 +103,19 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
       "buffer(size: \(size), prefetch: \(keepFull ? ".keepFull" : ".byRequest"), whenFull: "
         + "\(["dropNewest", "dropOldest", "customError(E50)"][whenFull]))"
     case .print: "print(\"p\", to: the log)"
+    case .debounceVirtual(let k): "debounce(for: \(k), scheduler: virtual)"
+    case .throttleVirtual(let k, let latest):
+      "throttle(for: \(k), scheduler: virtual, latest: \(latest))"
+    case .delayVirtual(let k): "delay(for: \(k), scheduler: virtual)"
+    case .timeoutVirtual(let k): "timeout(\(k), scheduler: virtual)"
+    case .measureIntervalVirtual: "measureInterval(using: virtual).map(ticks)"
     }
   }
 
   /// Every operator, with a parameter drawn from `random`.
-  static func random(_ random: inout SplitMix64) -> Operator {
+  /// `extended`: also the virtual-time operators (kept apart so that the scenarios of the
+  /// seeds before ``Scenario/firstExtendedSeed`` stay what they were).
+  static func random(_ random: inout SplitMix64, extended: Bool) -> Operator {
     let k = random.next(upTo: 10)
     let small = random.next(upTo: 4)
     let all: [Operator] = [
@@ -122,6 +134,12 @@ public enum Operator: Sendable, Hashable, CustomStringConvertible {
       .throttleImmediate(latest: k % 2 == 0),
       .buffer(size: 1 + small, keepFull: k % 2 == 0, whenFull: k % 3), .print,
     ]
+    let timed: [Operator] = [
+      .debounceVirtual(1 + small), .throttleVirtual(1 + small, latest: k % 2 == 0),
+      .delayVirtual(small), .timeoutVirtual(2 + small), .measureIntervalVirtual,
+    ]
+    // Extended scenarios draw a time operator a third of the time.
+    if extended, random.chance(33) { return timed[random.next(upTo: timed.count)] }
     return all[random.next(upTo: all.count)]
   }
 
@@ -138,7 +156,7 @@ extension Operator {
   /// Whether OpenCombine's subscription for this operator describes itself by its type name.
   var hasNamelessOpenCombineSubscription: Bool {
     switch self {
-    case .delayImmediate, .prefixUntilNever: true
+    case .delayImmediate, .delayVirtual, .prefixUntilNever: true
     default: false
     }
   }
@@ -146,6 +164,41 @@ extension Operator {
   /// Whether this is a buffer that fails when full.
   var failsWhenFull: Bool {
     if case .buffer(_, _, let whenFull) = self { whenFull == 2 } else { false }
+  }
+
+  /// Whether a misbehaving source crashes one of the implementations in this operator, so that
+  /// the two cannot be compared: `catch` traps on a second completion (as Combine's does, README's
+  /// misuse table); OpenCombine's `drop(untilOutputFrom:)` takes a value sent after the
+  /// completion from demand it no longer has and traps ("demand cannot be negative", seed 27556).
+  var crashesOnAMisbehavingSource: Bool {
+    switch self {
+    case .catchJust, .tryCatchJust, .dropUntilJust: true
+    default: false
+    }
+  }
+
+  /// Whether the operator lets a completion that comes before its upstream's subscription
+  /// through without trapping: Sluice's operators that track their upstream trap there
+  /// (README's misuse table: "a value or completion before receive(subscription:)"), which
+  /// cannot be compared; the pass-through operators, `print`, `share()`, `prefix(untilOutputFrom:)`
+  /// and `Concatenate` do not.
+  var toleratesACompletionBeforeSubscription: Bool {
+    switch self {
+    case .map, .mapError, .handleEvents, .breakpoint, .print, .share, .prefixUntilNever,
+      .appendValues, .prependValues, .appendJust:
+      true
+    default: false
+    }
+  }
+
+  /// Whether the operator runs on the virtual-time scheduler.
+  var usesVirtualTime: Bool {
+    switch self {
+    case .debounceVirtual, .throttleVirtual, .delayVirtual, .timeoutVirtual,
+      .measureIntervalVirtual:
+      true
+    default: false
+    }
   }
 
   /// Whether the operator delivers through a scheduler action (on ImmediateScheduler here).

@@ -12,11 +12,14 @@ public struct Scenario: Sendable, CustomStringConvertible {
   /// Indices of values during whose delivery the subscriber re-entrantly requests `.max(1)`.
   public let reentrantRequests: Set<Int>
   public let steps: [Step]
+  /// A misbehaving source: the first subscriber gets `.finished` before its subscription.
+  public let completesBeforeSubscription: Bool
 
   public init(
     seed: UInt64, operators: [Operator], initialDemand: Demand?, returnedDemands: [Demand?],
-    reentrantRequests: Set<Int>, steps: [Step]
+    reentrantRequests: Set<Int>, steps: [Step], completesBeforeSubscription: Bool = false
   ) {
+    self.completesBeforeSubscription = completesBeforeSubscription
     self.seed = seed
     self.operators = operators
     self.initialDemand = initialDemand
@@ -31,8 +34,9 @@ public struct Scenario: Sendable, CustomStringConvertible {
     let returned = returnedDemands.map { $0?.description ?? "0" }.joined(separator: ",")
     let reentrant = reentrantRequests.sorted().map(String.init).joined(separator: ",")
     let script = steps.map(\.description).joined(separator: " ")
+    let early = completesBeforeSubscription ? " (completes before its subscription)" : ""
     return """
-      seed \(seed): source → \(ops) → subscriber
+      seed \(seed): source\(early) → \(ops) → subscriber
         initial demand \(initial); returned [\(returned)]; re-entrant request on values [\(reentrant)]
         script: \(script)
       """
@@ -64,6 +68,13 @@ public enum Step: Sendable, Hashable, CustomStringConvertible {
   case request(Demand)
   /// The subscriber cancels.
   case cancel
+  /// The virtual-time scheduler moves on by this many ticks, running what falls due.
+  case advance(Int)
+  /// A misbehaving source: sends the value to its latest subscriber after it completed or was
+  /// cancelled (while it is live, a plain `send`).
+  case rogueSend(Int)
+  /// A misbehaving source: finishes its latest subscriber again, whatever its state.
+  case rogueFinish
 
   public var description: String {
     switch self {
@@ -72,6 +83,9 @@ public enum Step: Sendable, Hashable, CustomStringConvertible {
     case .fail(let code): "fail(\(code))"
     case .request(let demand): "request(\(demand))"
     case .cancel: "cancel"
+    case .advance(let ticks): "advance(\(ticks))"
+    case .rogueSend(let value): "rogueSend(\(value))"
+    case .rogueFinish: "rogueFinish"
     }
   }
 }

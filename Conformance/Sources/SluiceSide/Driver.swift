@@ -21,6 +21,7 @@ final class Driver {
   let scenario: Scenario
   var log: [String] = []
   let source: ScriptedSource
+  let scheduler = VirtualScheduler()
   var subscription: (any Subscription)?
   var valuesReceived = 0
   /// The subscriber has received its completion or cancelled.
@@ -30,6 +31,7 @@ final class Driver {
     self.scenario = scenario
     source = ScriptedSource()
     source.driver = self
+    source.completesBeforeSubscription = scenario.completesBeforeSubscription
   }
 
   func run() -> [String] {
@@ -54,6 +56,11 @@ final class Driver {
           log.append("sub cancel")
           subscription.cancel()
         }
+      case .advance(let ticks):
+        log.append("advance \(ticks)")
+        scheduler.advance(by: ticks)
+      case .rogueSend(let value): source.rogueSend(value)
+      case .rogueFinish: source.rogueFinish()
       }
     }
     source.driver = nil
@@ -124,13 +131,35 @@ final class ScriptedSource: Publisher {
   weak var driver: Driver?
   var current: Link?
   var subscriptions = 0
+  /// Misbehaves: the first subscriber gets `.finished` before its subscription.
+  var completesBeforeSubscription = false
 
   func receive<S: Subscriber>(subscriber: S) where S.Input == Int, S.Failure == TestError {
     subscriptions += 1
     driver?.log.append("src#\(subscriptions) subscribed by \(String(describing: subscriber))")
     let link = Link(source: self, subscriber: AnySubscriber(subscriber), number: subscriptions)
     current = link
+    if completesBeforeSubscription, subscriptions == 1 {
+      driver?.log.append("src#1 finished before its subscription (rogue)")
+      subscriber.receive(completion: .finished)
+    }
     subscriber.receive(subscription: link)
+  }
+
+  /// Sends to the latest subscription although it completed or was cancelled (a misbehaving
+  /// source); while it is live, a plain `send`.
+  func rogueSend(_ value: Int) {
+    guard let link = current, !link.live else { return send(value) }
+    let more = link.subscriber.receive(value)
+    driver?.log.append("src#\(link.number) sent \(value) (rogue), got \(describe(more))")
+  }
+
+  /// Finishes the latest subscription whatever its state (a misbehaving source).
+  func rogueFinish() {
+    guard let link = current else { return }
+    link.live = false
+    driver?.log.append("src#\(link.number) finished (rogue)")
+    link.subscriber.receive(completion: .finished)
   }
 
   func send(_ value: Int) {
@@ -188,6 +217,109 @@ final class ScriptedSubscriber: Subscriber {
   func receive(completion: Subscribers.Completion<TestError>) {
     driver.terminated = true
     driver.log.append("sub \(describe(completion))")
+  }
+}
+
+/// A scheduler on virtual time (integer ticks) that runs actions only when the script advances
+/// it: due actions in time order, first scheduled first at equal times; a repeating action runs
+/// once per interval that falls due. What is scheduled for now runs at the next advance.
+final class VirtualScheduler: Scheduler {
+  struct Time: Strideable, Hashable {
+    var tick: Int
+    func distance(to other: Time) -> Stride { Stride(other.tick - tick) }
+    func advanced(by n: Stride) -> Time { Time(tick: tick + n.ticks) }
+  }
+
+  struct Stride: SchedulerTimeIntervalConvertible, Comparable, SignedNumeric, Hashable {
+    var ticks: Int
+    init(_ ticks: Int) { self.ticks = ticks }
+    init?<T: BinaryInteger>(exactly source: T) {
+      guard let ticks = Int(exactly: source) else { return nil }
+      self.ticks = ticks
+    }
+    init(integerLiteral value: Int) { ticks = value }
+    var magnitude: Int { Swift.abs(ticks) }
+    static func seconds(_ s: Int) -> Stride { Stride(s) }
+    static func seconds(_ s: Double) -> Stride { Stride(Int(s)) }
+    static func milliseconds(_ ms: Int) -> Stride { Stride(ms / 1000) }
+    static func microseconds(_ us: Int) -> Stride { Stride(us / 1_000_000) }
+    static func nanoseconds(_ ns: Int) -> Stride { Stride(ns / 1_000_000_000) }
+    static func < (a: Stride, b: Stride) -> Bool { a.ticks < b.ticks }
+    static func + (a: Stride, b: Stride) -> Stride { Stride(a.ticks + b.ticks) }
+    static func - (a: Stride, b: Stride) -> Stride { Stride(a.ticks - b.ticks) }
+    static func * (a: Stride, b: Stride) -> Stride { Stride(a.ticks * b.ticks) }
+    static func += (a: inout Stride, b: Stride) { a = a + b }
+    static func -= (a: inout Stride, b: Stride) { a = a - b }
+    static func *= (a: inout Stride, b: Stride) { a = a * b }
+  }
+
+  typealias SchedulerTimeType = Time
+  typealias SchedulerOptions = Never
+
+  /// One scheduled action; `interval` for a repeating one, whose `cancelled` ends it.
+  final class Entry: Cancellable {
+    var due: Int
+    let order: Int
+    let interval: Int?
+    let action: () -> Void
+    var cancelled = false
+    init(due: Int, order: Int, interval: Int?, action: @escaping () -> Void) {
+      self.due = due
+      self.order = order
+      self.interval = interval
+      self.action = action
+    }
+    func cancel() { cancelled = true }
+  }
+
+  private(set) var now = Time(tick: 0)
+  var minimumTolerance: Stride { Stride(0) }
+  private var entries: [Entry] = []
+  private var scheduled = 0
+
+  @discardableResult
+  private func add(due: Int, interval: Int?, _ action: @escaping () -> Void) -> Entry {
+    scheduled += 1
+    let entry = Entry(due: due, order: scheduled, interval: interval, action: action)
+    entries.append(entry)
+    return entry
+  }
+
+  func schedule(options: Never?, _ action: @escaping () -> Void) {
+    add(due: now.tick, interval: nil, action)
+  }
+
+  func schedule(
+    after date: Time, tolerance: Stride, options: Never?, _ action: @escaping () -> Void
+  ) {
+    add(due: date.tick, interval: nil, action)
+  }
+
+  func schedule(
+    after date: Time, interval: Stride, tolerance: Stride, options: Never?,
+    _ action: @escaping () -> Void
+  ) -> any Cancellable {
+    add(due: date.tick, interval: Swift.max(1, interval.ticks), action)
+  }
+
+  /// Moves time on by `ticks`, running every action that falls due on the way, at its time.
+  func advance(by ticks: Int) {
+    let end = now.tick + ticks
+    while true {
+      entries.removeAll(where: \.cancelled)
+      guard
+        let next = entries.filter({ $0.due <= end })
+          .min(by: { ($0.due, $0.order) < ($1.due, $1.order) })
+      else { break }
+      now = Time(tick: Swift.max(now.tick, next.due))
+      if let interval = next.interval {
+        next.due += interval
+      } else {
+        entries.removeAll { $0 === next }
+      }
+      next.action()
+    }
+    now = Time(tick: end)
   }
 }
 
@@ -380,5 +512,17 @@ func apply(_ op: Operator, to upstream: AnyPublisher<Int, TestError>, driver: Dr
     return upstream.buffer(
       size: size, prefetch: keepFull ? .keepFull : .byRequest, whenFull: strategy
     ).eraseToAnyPublisher()
+  case .debounceVirtual(let k):
+    return upstream.debounce(for: .init(k), scheduler: driver.scheduler).eraseToAnyPublisher()
+  case .throttleVirtual(let k, let latest):
+    return upstream.throttle(for: .init(k), scheduler: driver.scheduler, latest: latest)
+      .eraseToAnyPublisher()
+  case .delayVirtual(let k):
+    return upstream.delay(for: .init(k), scheduler: driver.scheduler).eraseToAnyPublisher()
+  case .timeoutVirtual(let k):
+    return upstream.timeout(.init(k), scheduler: driver.scheduler).eraseToAnyPublisher()
+  case .measureIntervalVirtual:
+    return upstream.measureInterval(using: driver.scheduler).map { $0.ticks }
+      .eraseToAnyPublisher()
   }
 }
