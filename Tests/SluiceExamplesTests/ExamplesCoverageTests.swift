@@ -180,7 +180,9 @@ func swiftFiles(under folder: String) throws -> [URL] {
   let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
     .deletingLastPathComponent().deletingLastPathComponent()
   let base = root.appendingPathComponent(folder)
-  guard let enumerator = FileManager.default.enumerator(at: base, includingPropertiesForKeys: nil)
+  guard
+    let enumerator = FileManager.default.enumerator(
+      at: base, includingPropertiesForKeys: nil, options: [.skipsHiddenFiles])
   else { throw CocoaError(.fileNoSuchFile) }
   return enumerator.compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" }
 }
