@@ -59,7 +59,7 @@ struct MergeAndFlatMapTests {
     await concurrently(8) { producer in
       for index in 0..<1_000 { subjects[producer].send(producer * 10_000 + index) }
     }
-    let values = await recorder.waitForValues(count: 8_000)
+    let values = await recorder.waitForValues(count: 8_000, timeout: .seconds(600))
     for producer in 0..<8 {
       #expect(values.filter { $0 / 10_000 == producer }.map { $0 % 10_000 } == Array(0..<1_000))
     }

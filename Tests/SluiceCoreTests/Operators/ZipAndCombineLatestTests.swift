@@ -213,7 +213,7 @@ struct ZipAndCombineLatestTests {
     await concurrently(2) { side in
       for index in 0..<2_000 { (side == 0 ? a : b).send(index) }
     }
-    let values = await zipped.waitForValues(count: 2_000)
+    let values = await zipped.waitForValues(count: 2_000, timeout: .seconds(600))
     #expect(values == (0..<2_000).map { $0 * 2 })
     #expect(latest.values.last == 3_998, "the newest combination is always delivered")
     #expect(checker.violations.isEmpty, "\(checker.violations)")
