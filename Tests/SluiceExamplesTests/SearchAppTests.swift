@@ -11,9 +11,11 @@ import Testing
 struct SearchAppTests {
   let items = ["Swift", "Swiftly", "Sluice", "Combine", "Structured concurrency"]
 
-  /// Polls on the main actor (the pipeline's tasks need it free).
+  /// Polls on the main actor, yielding it (the pipeline's tasks need it free); the deadline
+  /// guards against a hang only (with the cores busy, a count of yields ran out first).
   func eventually(_ condition: () async -> Bool) async -> Bool {
-    for _ in 0..<20_000 {
+    let deadline = ContinuousClock.now + .seconds(900)
+    while ContinuousClock.now < deadline {
       if await condition() { return true }
       await Task.yield()
     }
