@@ -25,7 +25,7 @@ import Observation
 /// **Demand**: nothing is observed until the first request, which starts a task iterating the
 /// observation; each unit of demand takes the next change. A subscriber without demand is not
 /// sent stale values: when it asks again it gets the current value if anything changed meanwhile
-/// (the changes in between coalesce), otherwise the next change. It is a ``HotPublisher``, so the
+/// (the changes in between coalesce), otherwise the next change. It is a `HotPublisher`, so the
 /// bridges (`values`, `stream()`, `sink(isolatedTo:)`) request `.unlimited` and buffer: a
 /// `for await` loop over its `values` sees every change even while its body runs — lossless by
 /// default, like subjects and `@Published`. **Ordering**: the order of the changes; all signals
