@@ -23,6 +23,13 @@ func registerObservationRows() {
   register(observed, "Observations { model.target } (Swift's own)", values: changes) {
     await readChangesThroughObservations()
   }
+  // What any push source must do (a publisher cannot be the reader of the consumer's loop): a
+  // task of its own iterates Observations and hands each value on.
+  register(
+    observed, "Observations iterated by a task of its own into an AsyncStream", values: changes
+  ) {
+    await readChangesThroughAPumpingTask()
+  }
 
   let updating = "subject → @Observable model set on the main actor (per value)"
   register(updating, "Sluice sink(isolatedTo: MainActor.shared)") {
@@ -51,6 +58,21 @@ func registerObservationRows() {
     model.target = change
     guard await iterator.next() == change else { fatalError("lost change \(change)") }
   }
+}
+
+@MainActor func readChangesThroughAPumpingTask() async {
+  let model = Thermostat()
+  let (stream, continuation) = AsyncStream<Int>.makeStream()
+  let pump = Task { @MainActor in
+    for await value in Observations({ model.target }) { continuation.yield(value) }
+  }
+  var iterator = stream.makeAsyncIterator()
+  _ = await iterator.next()
+  for change in 1...changes {
+    model.target = change
+    guard await iterator.next() == change else { fatalError("lost change \(change)") }
+  }
+  pump.cancel()
 }
 
 @MainActor func setModelThroughSink() async {
