@@ -82,5 +82,25 @@ fi
 
 echo "combine-schedulers $version against $against, in $scratch/combine-schedulers"
 swift build --build-tests
-swift test 2>&1 | tee "$scratch/test.log"
+status=0
+swift test 2>&1 | tee "$scratch/test.log" || status=$?
 grep -E "Executed [0-9]+ tests" "$scratch/test.log" | tail -1
+
+# A known race in their test, on Linux, whatever the Combine implementation (it failed against
+# OpenCombine too): `UISchedulerTests.testRunsOnMain` schedules onto the main queue from a
+# background queue and then asserts, on that background queue, that the action has not run yet —
+# while the main thread, inside XCTest's `wait(for:)`, is already draining the main queue. Its
+# failure is reported and allowed; any other failing test fails this script.
+known_races="UISchedulerTests.testRunsOnMain"
+failed=$(sed -n "s/^Test Case '\([^']*\)' failed.*/\1/p" "$scratch/test.log" | sort -u)
+unexplained=$(comm -23 <(echo "$failed" | sed '/^$/d') <(echo "$known_races" | tr ' ' '\n' | sort))
+if [ -n "$failed" ]; then echo "failed: $(echo "$failed" | tr '\n' ' ')"; fi
+if [ -n "$unexplained" ]; then
+  echo "combine-schedulers: unexplained failures: $unexplained"
+  exit 1
+fi
+if [ "$status" -ne 0 ] && [ -z "$failed" ]; then
+  echo "combine-schedulers: swift test failed without a failing test case (exit $status)"
+  exit "$status"
+fi
+echo "combine-schedulers: every test passed, or failed only by the known race above"
