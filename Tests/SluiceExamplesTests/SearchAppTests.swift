@@ -98,7 +98,7 @@ struct SearchAppTests {
     #expect(await eventually { screen.results == ["Swift", "Swiftly"] })
     #expect(await catalog.searched == ["swi"])
 
-    // Unchanged: Observation reports the assignment, removeDuplicates drops it.
+    // Two assignments in one main-actor turn: observed once, as "com".
     screen.query = "swi"
     screen.query = "com"
     #expect(await eventually { scheduler.pendingActionCount > 0 })
