@@ -9,8 +9,9 @@ import Synchronization
 /// delivers (the turn, see ``SharedSubscriberList``): a send (or completion) racing another
 /// thread's turn is handed to it, up to ``TurnWaiter/grantsPerTurn`` values per turn, and past
 /// that waits until the turn delivers its value for it (up to as many again per turn) or hands
-/// it the turn; a send from inside a delivery is queued behind the value being delivered. Every subscriber receives the values in one order, the order the sends were
-/// serialised in, each thread's in the order sent; nothing demanded is lost and nothing
+/// it the turn; a send from inside a delivery is queued behind the value being delivered. Every
+/// subscriber receives the values in one order, the order the sends were serialised in, each
+/// thread's in the order sent; nothing demanded is lost and nothing
 /// duplicated. **Bounded calls**: a `send`, `send(completion:)` or `cancel()` returns after its
 /// own work plus at most `2 × grantsPerTurn + 1` values handed over by others.
 /// **Completion**: delivered once to each attached subscriber and replayed to later

@@ -79,7 +79,7 @@ public struct LineDecoder: ByteToMessageDecoder, Sendable {
   public struct LineTooLong: Error {}
 }
 
-/// Writes each outbound `ByteBuffer` as it is (frames are written already terminated).
+// Outbound, each `ByteBuffer` is written as it is: frames are written already terminated.
 extension ChannelPipeline.SynchronousOperations {
   /// Adds the line framing: inbound bytes become one `ByteBuffer` a line.
   public func addLineFraming(maximumLength: Int = 64 * 1024) throws {

@@ -102,7 +102,8 @@ public struct PipelineServer<Value: LosslessStringConvertible & Sendable & Equat
     }
   }
 
-  /// Writes the pipeline's values, then its completion, one frame a line.
+  /// Writes the pipeline's values, then its completion, one frame a line. The pipeline's failure
+  /// is written as a frame; a failed write (the connection is gone) is thrown.
   static func write(
     _ pipeline: AnyPublisher<Value, any Error>, prefetch: Int,
     to outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>
@@ -113,19 +114,18 @@ public struct PipelineServer<Value: LosslessStringConvertible & Sendable & Equat
       frame.write(to: &buffer)
       try await outbound.write(buffer)
     }
-    do {
-      for try await value in pipeline.values(bufferingPolicy: .prefetch(prefetch)) {
-        try await send(.value(value))
+    var values = pipeline.values(bufferingPolicy: .prefetch(prefetch)).makeAsyncIterator()
+    while true {
+      let next: Value?
+      do {
+        next = try await values.next()
+      } catch {
+        try await send(.failed(String(describing: error)))
+        return
       }
-    } catch is CancellationError {
-      return
-    } catch let error as PipelineFailure {
-      try await send(.failed(error.message))
-      return
-    } catch {
-      if Task.isCancelled { return }
-      try await send(.failed(String(describing: error)))
-      return
+      // `nil` also when the task was cancelled (the client went away): write nothing more.
+      guard let value = next else { break }
+      try await send(.value(value))
     }
     if Task.isCancelled { return }
     try await send(.finished)

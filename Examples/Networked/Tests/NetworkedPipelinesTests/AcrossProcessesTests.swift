@@ -9,12 +9,15 @@ import Testing
 final class SlowSubscriber: Subscriber, Cancellable, @unchecked Sendable {
   typealias Input = Int
   typealias Failure = RemotePipelineError
-  // Safety: every mutable property is read and written only under `lock`.
+  // Safety: every mutable property is read and written only under `lock`; `owed` is a
+  // semaphore.
   private let lock = NSLock()
   private var subscription: (any Subscription)?
   private var values: [Int] = []
   private var _completion: Subscribers.Completion<RemotePipelineError>?
   private var stopped = false
+  /// Signalled once per value received: the pacing thread owes one request.
+  private let owed = DispatchSemaphore(value: 0)
   let pace: Duration
 
   init(pace: Duration) { self.pace = pace }
@@ -24,24 +27,33 @@ final class SlowSubscriber: Subscriber, Cancellable, @unchecked Sendable {
 
   func receive(subscription: any Subscription) {
     lock.withLock { self.subscription = subscription }
+    let (seconds, attoseconds) = pace.components
+    let interval = Double(seconds) + Double(attoseconds) / 1e18
+    Thread.detachNewThread { [self] in
+      while true {
+        owed.wait()
+        Thread.sleep(forTimeInterval: interval)
+        guard let subscription = lock.withLock({ stopped ? nil : self.subscription }) else {
+          return
+        }
+        subscription.request(.max(1))
+      }
+    }
     subscription.request(.max(1))
   }
 
   func receive(_ input: Int) -> Subscribers.Demand {
     lock.withLock { values.append(input) }
-    // The next request comes later, from a thread of its own: the subscriber is slow.
-    let pace = pace
-    Thread.detachNewThread { [self] in
-      let (seconds, attoseconds) = pace.components
-      Thread.sleep(forTimeInterval: Double(seconds) + Double(attoseconds) / 1e18)
-      let subscription = lock.withLock { stopped ? nil : self.subscription }
-      subscription?.request(.max(1))
-    }
+    owed.signal()  // the next request comes later, from the pacing thread
     return .none
   }
 
   func receive(completion: Subscribers.Completion<RemotePipelineError>) {
-    lock.withLock { _completion = completion }
+    lock.withLock {
+      _completion = completion
+      stopped = true
+    }
+    owed.signal()  // lets the pacing thread end
   }
 
   func cancel() {
@@ -49,6 +61,7 @@ final class SlowSubscriber: Subscriber, Cancellable, @unchecked Sendable {
       stopped = true
       return self.subscription
     }
+    owed.signal()
     subscription?.cancel()
   }
 }
