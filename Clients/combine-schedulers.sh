@@ -86,12 +86,18 @@ status=0
 swift test 2>&1 | tee "$scratch/test.log" || status=$?
 grep -E "Executed [0-9]+ tests" "$scratch/test.log" | tail -1
 
-# A known race in their test, on Linux, whatever the Combine implementation (it failed against
-# OpenCombine too): `UISchedulerTests.testRunsOnMain` schedules onto the main queue from a
-# background queue and then asserts, on that background queue, that the action has not run yet —
-# while the main thread, inside XCTest's `wait(for:)`, is already draining the main queue. Its
-# failure is reported and allowed; any other failing test fails this script.
-known_races="UISchedulerTests.testRunsOnMain"
+# Two known races in their tests of `UIScheduler`, on Linux, whatever the Combine implementation
+# (both fail now and then against OpenCombine, their usual Linux backend, as against Sluice; run
+# alone, `--filter UISchedulerTests`, neither failed in 30 runs on either):
+# - `testRunsOnMain` schedules onto the main queue from a background queue, then asserts on that
+#   background queue that the action has not run yet, while the main thread, inside XCTest's
+#   `wait(for:)`, is already draining the main queue;
+# - `testVoidsThreadHop` expects `DispatchQueue.getSpecific` on the main thread to see the main
+#   queue's specific (so that `UIScheduler` runs the action inline), which on Linux depends on
+#   whether the main thread is inside a main-queue block when the test runs (on what earlier
+#   tests left running there).
+# Their failures are reported and allowed; any other failing test fails this script.
+known_races="UISchedulerTests.testRunsOnMain UISchedulerTests.testVoidsThreadHop"
 failed=$(sed -n "s/^Test Case '\([^']*\)' failed.*/\1/p" "$scratch/test.log" | sort -u)
 unexplained=$(comm -23 <(echo "$failed" | sed '/^$/d') <(echo "$known_races" | tr ' ' '\n' | sort))
 if [ -n "$failed" ]; then echo "failed: $(echo "$failed" | tr '\n' ' ')"; fi
