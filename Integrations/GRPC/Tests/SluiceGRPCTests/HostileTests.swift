@@ -1,0 +1,179 @@
+import Foundation
+import GRPCCore
+import GRPCPipelines
+import Sluice
+import SluiceGRPC
+import SwiftProtobuf
+import Testing
+
+extension AcrossProcesses {
+  @Suite("Cancellation both ways")
+  struct Cancellation {
+    @Test func cancellingTheSubscriptionCancelsTheServersSource() async throws {
+      let server = try await ServerProcess()
+      let subscriber = TestSubscriber<Int64>(initial: .max(1), pace: .milliseconds(5))
+      let latency = try await withClient(port: server.port, settings: TransportSettings(window: 65_535)) { client in
+        client.count(countRequest()).map(\.value).subscribe(subscriber)
+        #expect(await subscriber.wait(forCount: 10))
+        #expect(server.cancellations.isEmpty)
+        let cancelledAt = monotonicNanoseconds()
+        subscriber.cancel()
+        #expect(await server.wait { !$0.cancellations.isEmpty }, "the server's source saw cancel()")
+        return Double((server.cancellations.first ?? cancelledAt) - cancelledAt) / 1e6
+      }
+      print("cancel() to the server's source seeing cancel(): \(latency) ms")
+      #expect(subscriber.completion == nil, "nothing after cancel()")
+      #expect(subscriber.record.value.late == 0)
+    }
+
+    @Test func cancellingABidirectionalCallCancelsBothPipelines() async throws {
+      let server = try await ServerProcess()
+      let subscriber = TestSubscriber<Int64>(initial: .max(1), pace: .milliseconds(5))
+      let requestsCancelled = Observed(false)
+      try await withClient(port: server.port) { client in
+        client.square {
+          (Int64(0)...).publisher.map { tick($0) }
+            .handleEvents(receiveCancel: { requestsCancelled.update { $0 = true } })
+        }.map(\.value).subscribe(subscriber)
+        #expect(await subscriber.wait(forCount: 10))
+        subscriber.cancel()
+        #expect(await server.wait { !$0.cancellations.isEmpty }, "the server's pipeline saw cancel()")
+        #expect(await requestsCancelled.wait { $0 }, "the client's request pipeline saw cancel()")
+      }
+      let values = subscriber.values
+      #expect(values == (0..<Int64(values.count)).map { $0 * $0 })
+    }
+  }
+
+  @Suite("Deadlines")
+  struct Deadlines {
+    @Test func aDeadlineEndsAStreamWhoseSubscriberStoppedAsking() async throws {
+      let server = try await ServerProcess()
+      // Five values, then no more demand: the call's task waits for demand when the deadline
+      // passes.
+      let subscriber = TestSubscriber<Int64>(initial: .max(5))
+      let start = ContinuousClock.now
+      try await withClient(port: server.port) { client in
+        client.count(countRequest(), options: options(timeout: .seconds(1))).map(\.value)
+          .subscribe(subscriber)
+        #expect(await subscriber.waitForCompletion())
+      }
+      let elapsed = ContinuousClock.now - start
+      #expect(subscriber.values == [0, 1, 2, 3, 4])
+      #expect(subscriber.failureCode == .deadlineExceeded)
+      #expect(elapsed >= .seconds(1))
+      #expect(await server.wait { !$0.cancellations.isEmpty }, "the server's source saw cancel()")
+      print("deadline 1 s: the subscriber failed after \(elapsed)")
+    }
+
+    @Test func aDeadlineEndsAStreamWhileValuesFlow() async throws {
+      let server = try await ServerProcess()
+      let subscriber = TestSubscriber<Int64>(initial: .max(1), pace: .milliseconds(2))
+      try await withClient(port: server.port) { client in
+        client.count(countRequest(), options: options(timeout: .seconds(1))).map(\.value)
+          .subscribe(subscriber)
+        #expect(await subscriber.waitForCompletion())
+      }
+      #expect(subscriber.failureCode == .deadlineExceeded)
+      let values = subscriber.values
+      #expect(!values.isEmpty)
+      #expect(values == (0..<Int64(values.count)).map { $0 })
+    }
+  }
+
+  @Suite("Hostile peers")
+  struct HostilePeers {
+    @Test func aKilledServerIsUnavailableNotAHang() async throws {
+      let server = try await ServerProcess()
+      let subscriber = TestSubscriber<Int64>()
+      let next = TestSubscriber<Int64>()
+      try await withClient(port: server.port) { client in
+        client.count(countRequest()).map(\.value).subscribe(subscriber)
+        #expect(await subscriber.wait(forCount: 1_000))
+        server.signal(SIGKILL)
+        #expect(await subscriber.waitForCompletion(timeout: .seconds(30)), "the subscriber was told")
+        // A call after the server died fails too (no waiting for a server that is gone).
+        client.count(countRequest(count: 1)).map(\.value).subscribe(next)
+        #expect(await next.waitForCompletion(timeout: .seconds(30)))
+      }
+      #expect(subscriber.failureCode == .unavailable)
+      let values = subscriber.values
+      #expect(values == (0..<Int64(values.count)).map { $0 }, "what arrived, once and in order")
+      #expect(next.failureCode == .unavailable)
+    }
+
+    @Test func aSilentServerEndsTheStreamThroughKeepalive() async throws {
+      let server = try await ServerProcess()
+      var settings = TransportSettings()
+      settings.keepaliveTime = .seconds(1)
+      settings.keepaliveTimeout = .seconds(1)
+      let subscriber = TestSubscriber<Int64>()
+      let silentFor = try await withClient(port: server.port, settings: settings) { client in
+        client.count(countRequest()).map(\.value).subscribe(subscriber)
+        #expect(await subscriber.wait(forCount: 1_000))
+        server.signal(SIGSTOP)  // its connections stay open; it answers nothing, pings included
+        let stopped = ContinuousClock.now
+        #expect(await subscriber.waitForCompletion(timeout: .seconds(60)), "not a hang")
+        return ContinuousClock.now - stopped
+      }
+      server.signal(SIGCONT)
+      print("SIGSTOPped server, keepalive 1 s + 1 s: the subscriber failed after \(silentFor)")
+      #expect(subscriber.failureCode == .unavailable)
+      #expect(silentFor < .seconds(30))
+    }
+
+    @Test func aSilentServerEndsTheStreamAtTheDeadline() async throws {
+      let server = try await ServerProcess()
+      let subscriber = TestSubscriber<Int64>()
+      try await withClient(port: server.port) { client in
+        client.count(countRequest(), options: options(timeout: .seconds(2))).map(\.value)
+          .subscribe(subscriber)
+        #expect(await subscriber.wait(forCount: 1_000))
+        server.signal(SIGSTOP)
+        #expect(await subscriber.waitForCompletion(timeout: .seconds(60)), "not a hang")
+      }
+      server.signal(SIGCONT)
+      #expect(subscriber.failureCode == .deadlineExceeded)
+    }
+
+    @Test func aResponseOverTheSizeLimitIsResourceExhaustedAndTheConnectionServesOthers()
+      async throws
+    {
+      let server = try await ServerProcess()
+      let oversized = TestSubscriber<Tick>()
+      let (error, after) = try await withClient(port: server.port) { client in
+        // 4 MiB is grpc-swift's default limit on a received message.
+        client.count(countRequest(count: 1, payloadBytes: 4 * 1024 * 1024 + 1)).subscribe(oversized)
+        #expect(await oversized.waitForCompletion())
+        let after = try await client.count(countRequest(count: 10)).map(\.value).allValues()
+        return (oversized.completion, after)
+      }
+      guard case .failure(let failure) = error else {
+        Issue.record("expected a failure, got \(String(describing: error))")
+        return
+      }
+      #expect(failure.code == .resourceExhausted)
+      #expect(after == (0..<10).map { $0 })
+      let peers = server.reports.value.rpcs.map(\.peer)
+      #expect(peers.count == 2)
+      #expect(Set(peers).count == 1, "both calls on one connection: \(peers)")
+    }
+
+    @Test func aRequestOverTheServersLimitIsResourceExhaustedAndTheConnectionServesOthers()
+      async throws
+    {
+      let server = try await ServerProcess(["--max-request-bytes", "65536"])
+      let (oversized, total) = try await withClient(port: server.port) { client in
+        let oversized = TestSubscriber<Total>()
+        client.sum { [tick(1, payload: 100_000)].publisher }.subscribe(oversized)
+        #expect(await oversized.waitForCompletion())
+        let total = try await client.sum { (0..<10).publisher.map { tick($0) } }.singleValue()
+        return (oversized, total)
+      }
+      #expect(oversized.failureCode == .resourceExhausted)
+      #expect(total.sum == 45)
+      let peers = server.reports.value.rpcs.map(\.peer)
+      #expect(Set(peers).count == 1, "both calls on one connection: \(peers)")
+    }
+  }
+}
