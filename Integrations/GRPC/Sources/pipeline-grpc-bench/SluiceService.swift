@@ -49,6 +49,7 @@ struct SluicePipelinesService: Sluice_Pipelines_Pipelines.ServiceProtocol {
     -> StreamingServerResponse<Tick>
   {
     StreamingServerResponse(
-      publishing: request.publisher.map { tick in Tick.with { $0.value = tick.value * tick.value } })
+      publishing: request.publisher.map { tick in Tick.with { $0.value = tick.value * tick.value } }
+    )
   }
 }

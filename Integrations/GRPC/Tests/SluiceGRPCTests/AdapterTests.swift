@@ -72,7 +72,8 @@ struct AdapterTests {
     // The first write blocks; the bridge holds what it was asked for ahead.
     #expect(await emitted.wait { $0 >= prefetch })
     try await Task.sleep(for: .milliseconds(50))  // room for a demand leak to show
-    #expect(emitted.value <= prefetch + 1, "prefetch values ahead of the write, and the one written")
+    #expect(
+      emitted.value <= prefetch + 1, "prefetch values ahead of the write, and the one written")
     writer.release()
     try await writing.value
     #expect(writer.written.value == Array(0..<10_000))

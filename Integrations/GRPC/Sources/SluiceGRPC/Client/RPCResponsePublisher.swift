@@ -50,9 +50,10 @@ public struct RPCResponsePublisher<Response: Sendable>: Publisher, Sendable {
   /// The responses of a server-streaming or bidirectional call: `call` starts the call with
   /// the response handler it is given, and returns when the call is over.
   public init(
-    _ call: @escaping @Sendable (
-      _ onResponse: @escaping @Sendable (StreamingClientResponse<Response>) async throws -> Void
-    ) async throws -> Void
+    _ call:
+      @escaping @Sendable (
+        _ onResponse: @escaping @Sendable (StreamingClientResponse<Response>) async throws -> Void
+      ) async throws -> Void
   ) {
     kind = "RPCResponsePublisher"
     body = { feed in
@@ -77,9 +78,10 @@ public struct RPCResponsePublisher<Response: Sendable>: Publisher, Sendable {
   /// `call` starts the call with the response handler it is given.
   @inlinable
   public init(
-    singleResponseOf call: @escaping @Sendable (
-      _ onResponse: @escaping @Sendable (ClientResponse<Response>) async throws -> Void
-    ) async throws -> Void
+    singleResponseOf call:
+      @escaping @Sendable (
+        _ onResponse: @escaping @Sendable (ClientResponse<Response>) async throws -> Void
+      ) async throws -> Void
   ) {
     kind = "RPCResponsePublisher(single)"
     body = { feed in
@@ -98,7 +100,9 @@ public struct RPCResponsePublisher<Response: Sendable>: Publisher, Sendable {
     subscriber.receive(
       subscription: RPCPullSubscription(
         description: kind, downstream: subscriber,
-        errorMapping: { error in requestFailure.recorded ?? RPCErrorMapping.call.rpcError(for: error) },
+        errorMapping: { error in
+          requestFailure.recorded ?? RPCErrorMapping.call.rpcError(for: error)
+        },
         body: { feed in
           try await requestFailure.bound { try await body(feed) }
         }))

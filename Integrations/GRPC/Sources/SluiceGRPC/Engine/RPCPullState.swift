@@ -126,8 +126,9 @@ struct RPCPullState<Downstream> {
   }
 
   /// Terminal; what to cancel and resume after unlocking. Idempotent.
-  @inlinable mutating func cancelled() -> (downstream: Downstream?, task: Task<Void, Never>?, parked: Parked?)
-  {
+  @inlinable mutating func cancelled() -> (
+    downstream: Downstream?, task: Task<Void, Never>?, parked: Parked?
+  ) {
     let released = (downstream, task, parked)
     downstream = nil
     task = nil

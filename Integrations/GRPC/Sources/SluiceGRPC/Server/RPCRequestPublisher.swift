@@ -40,13 +40,14 @@ public struct RPCRequestPublisher<Message: Sendable>: Publisher, Sendable {
   }
 
   @inlinable
-  public func receive<S: Subscriber>(subscriber: S) where S.Input == Message, S.Failure == RPCError
-  {
+  public func receive<S: Subscriber>(subscriber: S)
+  where S.Input == Message, S.Failure == RPCError {
     guard claim.take() else {
       Fail(
         error: RPCError(
           code: .failedPrecondition,
-          message: "The request stream of an RPC can be read once: subscribe to its publisher once.")
+          message: "The request stream of an RPC can be read once: subscribe to its publisher once."
+        )
       ).receive(subscriber: subscriber)
       return
     }

@@ -29,7 +29,8 @@ extension ServerResponse {
     do {
       switch try await PipelineWriting.write(publisher, prefetch: 1, to: one) {
       case .finished?:
-        error = one.value == nil
+        error =
+          one.value == nil
           ? RPCError(code: .internalError, message: "The pipeline finished without a response.")
           : nil
       case .failure(let failure)?: error = errorMapping.rpcError(for: failure)

@@ -35,7 +35,8 @@ extension StreamingServerResponse {
       case .finished?: return trailingMetadata
       case .failure(let failure)?: throw errorMapping.rpcError(for: failure)
       case nil:
-        throw RPCError(code: .cancelled, message: "The RPC was cancelled before the pipeline ended.")
+        throw RPCError(
+          code: .cancelled, message: "The RPC was cancelled before the pipeline ended.")
       }
     }
   }
