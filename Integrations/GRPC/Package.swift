@@ -11,6 +11,15 @@ import PackageDescription
 let sluice = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
   .deletingLastPathComponent().deletingLastPathComponent().lastPathComponent
 
+// SwiftPM names a path dependency after its folder, and this package's folder (GRPC) already
+// names it "grpc": in a clone of Sluice whose folder is called grpc the two would clash.
+precondition(
+  sluice.lowercased() != "grpc",
+  """
+  Integrations/GRPC: Sluice's folder is named '\(sluice)', which is also this package's name to \
+  SwiftPM; clone (or mount) Sluice into a folder of another name.
+  """)
+
 /// What the example's executables and the tests use.
 let pipelineTargets: [Target.Dependency] = [
   "GRPCPipelines", "SluiceGRPC",

@@ -24,7 +24,7 @@ import Sluice
 /// once the stream's window is spent. **In flight**, per call, at most: the client's HTTP/2
 /// stream window (`HTTP2ClientTransport.Config.HTTP2.targetWindowSize`, 8 MiB by default) twice
 /// over (one window read into the stream's inbound buffer, one more received and held
-/// unread), plus what the server holds (see ``SluiceGRPCDocs`` "Demand across gRPC"); this side
+/// unread), plus what the server holds (see <doc:DemandAcrossGRPC>); this side
 /// holds no message of its own. **Ordering**: the server's, each message once.
 ///
 /// **Completion**: the call's end: `.finished` when the server's status is OK; otherwise
