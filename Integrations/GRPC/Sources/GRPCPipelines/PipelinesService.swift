@@ -149,7 +149,8 @@ public final class ServiceEvents: Sendable {
     self.onRPC = onRPC
   }
 
-  func cancelled() {
+  /// A source saw `cancel()` (or, in the plain service, the RPC was cancelled).
+  public func cancelled() {
     cancellations.add(1, ordering: .relaxed)
     onCancel()
   }

@@ -6,7 +6,7 @@
 //   swift run -c release --package-path Integrations/GRPC pipeline-grpc-bench [messages] [rounds]
 //
 // Paths timed, each a server-streaming call of `messages` ticks:
-// - Sluice: `StreamingServerResponse(publishing:)` on the server (values(.prefetch(16)) →
+// - Sluice: `StreamingServerResponse(publishing:)` on the server (batches of ≤ 16 values →
 //   RPCWriter), `RPCResponsePublisher` → `reduce` on the client (demand drives next());
 // - plain: a `writer.write` loop on the server, `for try await` over `response.messages`.
 // And a bidirectional call (Square): Sluice publishers on both streams of both ends, against
@@ -80,7 +80,8 @@ func withEndpoints<Result: Sendable>(
   let sluiceServer = GRPCServer(
     transport: settings.serverTransport(), services: [SluicePipelinesService(events: sluiceEvents)])
   let plainServer = GRPCServer(
-    transport: settings.serverTransport(), services: [PlainPipelinesService(events: plainEvents)])
+    transport: settings.serverTransport(),
+    services: [PlainPipelinesService(events: plainEvents, counting: false)])
   let serving = Task {
     try await withThrowingDiscardingTaskGroup { group in
       group.addTask { try await sluiceServer.serve() }

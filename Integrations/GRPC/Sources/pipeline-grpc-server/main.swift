@@ -9,7 +9,10 @@
 //
 //   pipeline-grpc-server [--port P] [--window BYTES] [--max-request-bytes BYTES]
 //                        [--max-concurrent-streams N] [--keepalive-ms MS] [--prefetch N]
-//                        [--report-ms MS]
+//                        [--report-ms MS] [--plain]
+//
+// --plain serves the same RPCs written as plain grpc-swift loops (the anchor the tests compare
+// the adapters with): `cancelled` then reports when the RPC was cancelled.
 import GRPCCore
 import GRPCPipelines
 
@@ -25,9 +28,12 @@ let reportInterval = Duration.milliseconds(commandLineOption("--report-ms") ?? 5
 let events = ServiceEvents(
   onCancel: { report("cancelled \(monotonicNanoseconds())") },
   onRPC: { method, peer in report("rpc \(method) \(peer)") })
+let service: any RegistrableRPCService =
+  CommandLine.arguments.contains("--plain")
+  ? PlainPipelinesService(events: events)
+  : PipelinesService(events: events, prefetch: commandLineOption("--prefetch") ?? 16)
 let server = GRPCServer(
-  transport: settings.serverTransport(port: commandLineOption("--port") ?? 0),
-  services: [PipelinesService(events: events, prefetch: commandLineOption("--prefetch") ?? 16)])
+  transport: settings.serverTransport(port: commandLineOption("--port") ?? 0), services: [service])
 
 try await withThrowingDiscardingTaskGroup { group in
   group.addTask { try await server.serve() }

@@ -12,7 +12,7 @@ extension AcrossProcesses {
     /// The bound on messages emitted by the server's source and not yet taken by the client's
     /// subscriber, for one server-streaming call (see the DocC article "Demand across gRPC"):
     ///
-    /// - the server's `values(.prefetch(p))` bridge: `p` values, plus the one being written;
+    /// - the server's write loop (`WriteBatches`): `p` values, requested, buffered or being written;
     /// - its HTTP/2 stream channel: up to its outbound high watermark (8,196 bytes in
     ///   swift-nio-http2) unsent, plus one DATA frame (16 KiB at most) on its way;
     /// - in flight on the connection and held by the client: at most the client's stream

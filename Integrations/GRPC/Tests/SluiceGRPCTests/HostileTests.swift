@@ -30,26 +30,39 @@ extension AcrossProcesses {
       #expect(subscriber.record.value.late == 0)
     }
 
-    @Test(
-      .disabled(
-        """
-        Under investigation: with an endless request pipeline and the client's default 8 MiB \
-        window, no response reached the subscriber within a minute in a debug build and the \
-        test process once died allocating 40 GB; bounded request pipelines pass (Ordering).
-        """))
+    /// An endless request pipeline and a slow subscriber: both directions' windows close, both
+    /// processes' memory stays flat, and the subscriber's `cancel()` reaches the server's
+    /// pipeline and the client's request pipeline.
+    @Test
     func cancellingABidirectionalCallCancelsBothPipelines() async throws {
       let server = try await ServerProcess()
       let subscriber = TestSubscriber<Int64>(initial: .max(1), pace: .milliseconds(5))
       let requestsCancelled = Observed(false)
-      try await withClient(port: server.port) { client in
+      let settings = TransportSettings(window: 65_535)
+      try await withClient(port: server.port, settings: settings) { client in
         client.square {
-          (Int64(0)...).publisher.map { tick($0) }
+          // Not `.publisher.map` first: like Combine's, `Publishers.Sequence.map` maps the
+          // whole sequence at once (an endless range: until memory runs out).
+          (Int64(0)...).publisher
             .handleEvents(receiveCancel: { requestsCancelled.update { $0 = true } })
+            .map { tick($0) }
         }.map(\.value).subscribe(subscriber)
         #expect(await subscriber.wait(forCount: 10))
+        // Both windows closed: memory is what the windows and prefetch hold, not a flood.
+        let (clientKiB, serverKiB) = (residentMemoryKiB() ?? 0, server.residentKiB)
+        #expect(await subscriber.wait(forCount: 200))
+        let grewKiB = (residentMemoryKiB() ?? 0) - clientKiB
+        let serverGrewKiB = server.residentKiB - serverKiB
+        print(
+          "bidirectional, 190 responses later: client +\(grewKiB) KiB, server +\(serverGrewKiB) KiB"
+        )
+        #expect(grewKiB < 64 * 1024 && serverGrewKiB < 64 * 1024, "no unbounded buffering")
+        let cancelledAt = monotonicNanoseconds()
         subscriber.cancel()
         #expect(
           await server.wait { !$0.cancellations.isEmpty }, "the server's pipeline saw cancel()")
+        let latency = Double((server.cancellations.first ?? cancelledAt) - cancelledAt) / 1e6
+        print("bidirectional cancel() to the server's pipeline seeing cancel(): \(latency) ms")
         #expect(await requestsCancelled.wait { $0 }, "the client's request pipeline saw cancel()")
       }
       let values = subscriber.values
@@ -151,7 +164,9 @@ extension AcrossProcesses {
 
     /// grpc-swift-nio-transport 2.9.2 rejects the message (its deframer's `.resourceExhausted`)
     /// but reports it to the caller as `.internalError` "Failed to decode message
-    /// resourceExhausted: …", without a cause to unwrap; the stream alone is reset.
+    /// resourceExhausted: …", without a cause to unwrap; the subscriber gets
+    /// `.resourceExhausted`, as the gRPC specification says, with the transport's error as its
+    /// cause. The stream alone is reset.
     @Test func aResponseOverTheSizeLimitIsRejectedAndTheConnectionServesOthers() async throws {
       let server = try await ServerProcess()
       let oversized = TestSubscriber<Tick>()
@@ -166,8 +181,9 @@ extension AcrossProcesses {
         Issue.record("expected a failure, got \(String(describing: error))")
         return
       }
-      #expect(failure.code == .internalError)
+      #expect(failure.code == .resourceExhausted)
       #expect(failure.message.contains("exceeded the configured maximum payload size"))
+      #expect((failure.cause as? RPCError)?.code == .internalError, "the transport's report")
       #expect(after == (0..<10).map { $0 })
       let peers = server.reports.value.rpcs.map(\.peer)
       #expect(peers.count == 2)

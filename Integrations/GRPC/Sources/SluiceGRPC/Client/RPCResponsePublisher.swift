@@ -111,13 +111,27 @@ public struct RPCResponsePublisher<Response: Sendable>: Publisher, Sendable {
 
 extension RPCErrorMapping {
   /// How a client's call failure reaches its subscriber: as ``default``, with a message that
-  /// names the call rather than a pipeline.
+  /// names the call rather than a pipeline, and a response over the client's size limit as
+  /// `.resourceExhausted` (see ``oversizedResponse(_:)``).
   @usableFromInline static let call = RPCErrorMapping { error in
     switch error {
-    case let error as RPCError: error
+    case let error as RPCError: oversizedResponse(error) ?? error
     case let error as any RPCErrorConvertible: RPCError(error)
     case is CancellationError: RPCError(code: .cancelled, message: "The call was cancelled.")
     default: RPCError(code: .unknown, message: "The call failed.", cause: error)
     }
+  }
+
+  /// grpc-swift-nio-transport (2.9.2) rejects a received message over the size limit with its
+  /// deframer's `.resourceExhausted` error, then reports the call as `.internalError` "Failed
+  /// to decode message <that error>", without a cause to unwrap. The gRPC specification wants
+  /// `RESOURCE_EXHAUSTED` there, so a client's subscriber gets that code, the transport's
+  /// message and the original error as `cause`; any other error is `nil` (kept as it is).
+  @usableFromInline static func oversizedResponse(_ error: RPCError) -> RPCError? {
+    guard error.code == .internalError,
+      error.message.contains("exceeded the configured maximum payload size")
+    else { return nil }
+    return RPCError(
+      code: .resourceExhausted, message: error.message, metadata: error.metadata, cause: error)
   }
 }

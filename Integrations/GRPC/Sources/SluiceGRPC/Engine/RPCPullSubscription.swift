@@ -158,14 +158,3 @@ where Downstream.Failure == RPCError {
     return true
   }
 }
-
-/// The messages of misuse that traps, as in SluiceCore's `Violations`.
-@usableFromInline
-enum GRPCViolation {
-  @usableFromInline
-  static func zeroDemand(_ subscription: String) -> Never {
-    fatalError(
-      "API Violation: request(.none) on a \(subscription) subscription: demand must not be zero; "
-        + "request at least .max(1)")
-  }
-}

@@ -5,12 +5,18 @@ extension RPCWriterProtocol {
   /// Writes every value of `publisher` through this writer, in order, as fast as the peer takes
   /// them, and returns when the publisher finishes.
   ///
-  /// **Demand**: the values are read with `values(bufferingPolicy: .prefetch(prefetch))`, so the
-  /// publisher is asked for at most `prefetch` values ahead of what the writer accepted; the
-  /// writer suspends while the HTTP/2 stream is not writable (its peer's flow-control window is
-  /// spent and the stream's outbound buffer is full), which stops the demand. A hot source that
-  /// cannot be slowed drops what finds no demand, as with any subscriber: put a `buffer` in the
-  /// pipeline to choose another policy.
+  /// **Demand**: `prefetch` values at the subscription, then as many more as each write
+  /// accepted (``WriteBatches``): the publisher is never more than `prefetch` values ahead of
+  /// what the writer accepted. The writer suspends while the HTTP/2 stream is not writable (its
+  /// peer's flow-control window is spent and the stream's outbound buffer is full), which stops
+  /// the demand. A hot source that cannot be slowed drops what finds no demand, as with any
+  /// subscriber: put a `buffer` in the pipeline to choose another policy.
+  ///
+  /// **Batches**: each write takes everything the publisher delivered since the last one (at
+  /// most `prefetch` values) with one `write(contentsOf:)`. grpc-swift's writer hands each call
+  /// to the stream's event loop as a task of its own; one task per batch rather than per value
+  /// keeps the event loop from falling behind a fast publisher, which would otherwise delay
+  /// everything it reads, a client's reset included (see <doc:DemandAcrossGRPC>).
   ///
   /// **Cancellation**: cancelling the calling task, or the RPC being cancelled on a server (the
   /// client cancelled or its deadline passed: gRPC signals it through the RPC's cancellation
@@ -38,17 +44,21 @@ enum PipelineWriting {
   /// Subscribes to `publisher` here, then writes its values from a task of its own, which the
   /// calling task's cancellation and the RPC's cancellation (on a server) cancel; returns how the
   /// publisher completed, or `nil` if cancelled first. Throws only the writer's errors.
+  ///
+  /// The values go to the writer in batches (``WriteBatches``): each `write(contentsOf:)` takes
+  /// what the publisher delivered since the last one, at most `prefetch` values, so that the
+  /// stream's event loop gets one task and one flush per batch rather than per message.
   @inlinable
   static func write<P: Publisher>(
     _ publisher: sending P, prefetch: Int, to writer: some RPCWriterProtocol<P.Output>
   ) async throws -> Subscribers.Completion<P.Failure>? {
-    // `.prefetch` traps for a count below 1, with a message.
-    let values = publisher.values(bufferingPolicy: .prefetch(prefetch)).makeAsyncIterator()
-    // The task sees neither `P` nor the writer's type: only the moved iterator and an
-    // `RPCWriter`, so it captures no metatype of the caller's.
-    let moved = MovedIterator(values)
+    // Traps for a `prefetch` below 1, with a message.
+    let batches = WriteBatches<P.Output, P.Failure>(prefetch: prefetch)
+    publisher.subscribe(batches)
+    // The task sees neither `P` nor the writer's type: only the batches and an `RPCWriter`, so
+    // it captures no metatype of the caller's.
     let writer = RPCWriter(wrapping: writer)
-    let loop = Task { try await drain(moved, to: writer) }
+    let loop = Task { try await drain(batches, to: writer) }
     do {
       return try await withTaskCancellationHandler {
         try await withRPCCancellationHandler {
@@ -64,43 +74,29 @@ enum PipelineWriting {
     }
   }
 
-  /// The loop: one value written per value read, then the completion.
+  /// The loop: each batch written, then the completion; `nil` once the task is cancelled.
+  /// However it ends, the publisher's subscription is cancelled unless it completed.
   @inlinable
   static func drain<Output, Failure: Error>(
-    _ values: MovedIterator<Output, Failure>, to writer: RPCWriter<Output>
+    _ batches: WriteBatches<Output, Failure>, to writer: RPCWriter<Output>
   ) async throws -> Subscribers.Completion<Failure>? {
+    defer { batches.cancel() }
     while true {
-      let next: Output?
-      do throws(Failure) {
-        next = try await values.next()
-      } catch {
-        return .failure(error)
+      // A write to a writable stream returns without suspending, and so without noticing that
+      // the task was cancelled (the RPC was, or the caller): look before each batch, or a
+      // synchronous publisher would be written until the stream's window is spent.
+      if Task.isCancelled { return nil }
+      switch await batches.nextBatch() {
+      case .values(let batch):
+        if batch.count == 1 {
+          try await writer.write(batch[0])
+        } else {
+          try await writer.write(contentsOf: batch)
+        }
+        batches.written(batch.count)
+      case .end(let completion):
+        return completion
       }
-      // `nil` also when the task was cancelled: write nothing more.
-      guard let value = next else { break }
-      try await writer.write(value)
     }
-    return Task.isCancelled ? nil : .finished
-  }
-}
-
-/// An async iterator made in one task and moved to another, its only user from then on.
-@usableFromInline
-final class MovedIterator<Output, Failure: Error>: @unchecked Sendable {
-  // Safety: the maker hands the iterator over and never touches it again; the receiving task
-  // calls `next()` one call at a time. A transfer, not sharing (`sending` cannot express a
-  // value that crosses into a `Task` through a class).
-  @usableFromInline let nextValue: () async throws(Failure) -> Output?
-
-  @inlinable
-  init<Iterator: AsyncIteratorProtocol>(_ iterator: sending Iterator)
-  where Iterator.Element == Output, Iterator.Failure == Failure {
-    var iterator = iterator
-    nextValue = { () async throws(Failure) -> Output? in try await iterator.next(isolation: nil) }
-  }
-
-  @inlinable
-  func next() async throws(Failure) -> Output? {
-    try await nextValue()
   }
 }
