@@ -57,18 +57,26 @@ func sluiceRound() async throws -> Int {
   let serving = Task { try await server.run(group: serverLoops) { portContinuation.yield($0) } }
   var portIterator = ports.makeAsyncIterator()
   let port = await portIterator.next() ?? 0
-  let received = Atomic<Int>(0)
+  let received = Counter()
   let (completions, completed) = AsyncStream<Subscribers.Completion<RemotePipelineError>>
     .makeStream()
   let subscription = RemotePipeline<Int>(port: port, group: clientLoops).sink(
     receiveCompletion: { completed.yield($0) },
-    receiveValue: { _ in received.add(1, ordering: .relaxed) })
+    receiveValue: { _ in received.count += 1 })
   var iterator = completions.makeAsyncIterator()
   let completion = await iterator.next()
   subscription.cancel()
   serving.cancel()
   precondition(completion == .finished, "Sluice: \(String(describing: completion))")
-  return received.load(ordering: .relaxed)
+  return received.count
+}
+
+/// Values counted by a sink's closure, which one event loop runs, one call at a time (as the
+/// plain client counts in its own loop).
+final class Counter: @unchecked Sendable {
+  // Safety: `count` is written only by the sink's closure (serial signals, on the connection's
+  // event loop) and read after the completion was received.
+  var count = 0
 }
 
 /// The anchor: a plain NIOAsyncChannel loop on each side, the same frames and batches.
@@ -122,7 +130,9 @@ func plainServer() async throws -> (Int, Task<Void, any Error>) {
 func plainClient(port: Int) async throws -> Int {
   let channel = try await ClientBootstrap(group: clientLoops)
     .channelOption(.socketOption(.so_rcvbuf), value: SocketOptionValue(client.receiveBufferSize!))
-    .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: client.readSize))
+    .channelOption(
+      .recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: client.readSize)
+    )
     .channelOption(.maxMessagesPerRead, value: 1)
     .connect(host: "127.0.0.1", port: port) { channel in
       channel.eventLoop.makeCompletedFuture {
@@ -159,8 +169,8 @@ func mixedRound(sluiceServer: Bool) async throws -> Int {
     var logger = Logger(label: "pipeline-bench")
     logger.logLevel = .warning
     let server = PipelineServer<Int>(configuration: .init(batchBytes: batchBytes), logger: logger) {
-    (0..<count).publisher
-  }
+      (0..<count).publisher
+    }
     let (ports, portContinuation) = AsyncStream<Int>.makeStream()
     let serving = Task { try await server.run(group: serverLoops) { portContinuation.yield($0) } }
     var portIterator = ports.makeAsyncIterator()
@@ -170,16 +180,16 @@ func mixedRound(sluiceServer: Bool) async throws -> Int {
   } else {
     let (port, serving) = try await plainServer()
     defer { serving.cancel() }
-    let received = Atomic<Int>(0)
+    let received = Counter()
     let (completions, completed) = AsyncStream<Subscribers.Completion<RemotePipelineError>>
       .makeStream()
     let subscription = RemotePipeline<Int>(port: port, group: clientLoops).sink(
       receiveCompletion: { completed.yield($0) },
-      receiveValue: { _ in received.add(1, ordering: .relaxed) })
+      receiveValue: { _ in received.count += 1 })
     var iterator = completions.makeAsyncIterator()
     _ = await iterator.next()
     subscription.cancel()
-    return received.load(ordering: .relaxed)
+    return received.count
   }
 }
 

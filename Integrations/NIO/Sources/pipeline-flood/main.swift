@@ -68,13 +68,17 @@ final class Server: @unchecked Sendable {
 
   /// The CPU time the server has used, in clock ticks (/proc: user and system).
   var cpuTicks: Int {
-    let stat = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8)) ?? ""
+    let stat =
+      (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8))
+      ?? ""
     let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
     return fields.count > 12 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0
   }
 
   var residentKiB: Int {
-    let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+    let status =
+      (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8))
+      ?? ""
     let line = status.split(separator: "\n").first { $0.hasPrefix("VmRSS:") } ?? "VmRSS: 0 kB"
     return Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
   }
@@ -133,13 +137,16 @@ let cpu =
   .split(separator: "\n").first { $0.hasPrefix("model name") }
   .map { String($0.split(separator: ":", maxSplits: 1)[1]).trimmingCharacters(in: .whitespaces) }
   ?? "unknown CPU"
-let load = (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
+let load =
+  (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
   .split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
 print("pipeline-flood: \(clients) clients that never read, \(cpu), load \(load)")
 
 let server = try Server(
-  ["--max-connections", "\(clients + trials + 10)", "--read-timeout-ms", "3600000",
-   "--report-ms", "20"] + serverOptions)
+  [
+    "--max-connections", "\(clients + trials + 10)", "--read-timeout-ms", "3600000",
+    "--report-ms", "20",
+  ] + serverOptions)
 defer { server.process.terminate() }
 try await waitFor("the server to listen") { server.last("listening ") != nil }
 let port = server.last("listening ")!
@@ -173,7 +180,8 @@ let filled = ContinuousClock.now - started
 let memoryAfter = server.residentKiB
 let kernelAfter = kernelTCPKiB()
 let produced = server.last("produced ") ?? 0
-print("connected \(clients) in \(seconds(connected)); their pipelines stopped after \(seconds(filled))")
+print(
+  "connected \(clients) in \(seconds(connected)); their pipelines stopped after \(seconds(filled))")
 print(
   "server resident memory: \(memoryBefore) → \(memoryAfter) KiB, "
     + "+\((memoryAfter - memoryBefore) / 1024) MiB, "

@@ -33,8 +33,7 @@ func hexList(_ name: String) -> [[UInt8]]? {
 func hex(_ text: Substring) -> [UInt8] {
   var bytes: [UInt8] = []
   var index = text.startIndex
-  while index < text.endIndex, let next = text.index(index, offsetBy: 2, limitedBy: text.endIndex)
-  {
+  while index < text.endIndex, let next = text.index(index, offsetBy: 2, limitedBy: text.endIndex) {
     bytes.append(UInt8(text[index..<next], radix: 16) ?? 0)
     index = next
   }
@@ -121,7 +120,8 @@ if let strings = hexList("--strings-hex") {
       } else {
         (0..<count).publisher.eraseToAnyPublisher()
       }
-    return source
+    return
+      source
       .handleEvents(
         receiveSubscription: { _ in subscribed.add(1, ordering: .relaxed) },
         receiveOutput: { _ in produced.add(1, ordering: .relaxed) },

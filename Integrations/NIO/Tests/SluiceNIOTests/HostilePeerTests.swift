@@ -53,7 +53,8 @@ struct HostilePeerTests {
     let atLimit = String(repeating: "a", count: 999)
     let overLimit = String(repeating: "b", count: 1000)
     let server = try await ServerProcess([
-      "--strings-hex", [atLimit, overLimit, "after"].map { hex(Array($0.utf8)) }
+      "--strings-hex",
+      [atLimit, overLimit, "after"].map { hex(Array($0.utf8)) }
         .joined(separator: ","),
     ])
     let (values, completion) = await RemotePipeline<String>(
@@ -82,7 +83,8 @@ struct HostilePeerTests {
   @Test func aServerValueLongerThanTheServersLimitEndsTheStreamWithAReason() async throws {
     let server = try await ServerProcess([
       "--max-frame", "100",
-      "--strings-hex", ["ok", String(repeating: "x", count: 200), "after"]
+      "--strings-hex",
+      ["ok", String(repeating: "x", count: 200), "after"]
         .map { hex(Array($0.utf8)) }.joined(separator: ","),
     ])
     let (values, completion) = await RemotePipeline<String>(port: try #require(server.port))
@@ -151,7 +153,8 @@ struct HostilePeerTests {
   @Test func aTruncatedFrameIsADroppedConnection() async throws {
     // A whole frame, then 7 of a frame's 9 bytes, then the server closes.
     let server = try await ServerProcess([
-      "--raw-hex", hex(Self.frame(1, Array("5".utf8)) + Array(Self.frame(1, Array("6789".utf8)).prefix(7))),
+      "--raw-hex",
+      hex(Self.frame(1, Array("5".utf8)) + Array(Self.frame(1, Array("6789".utf8)).prefix(7))),
       "--then", "close",
     ])
     let (values, completion) = await RemotePipeline<Int>(port: try #require(server.port))

@@ -110,7 +110,8 @@ struct WireFrameDecoderTests {
     let channel = try channel(limit: 100)
     var buffer = ByteBuffer()
     let length = WireFrame.write(.value, into: &buffer) { $0.writeString("héllo\n") }
-    WireFrame.write(.failed, text: String(repeating: "é", count: 80), maximumFrameLength: 100, into: &buffer)
+    WireFrame.write(
+      .failed, text: String(repeating: "é", count: 80), maximumFrameLength: 100, into: &buffer)
     #expect(length == 1 + "héllo\n".utf8.count)
     try channel.writeInbound(buffer)
     let decoded = try frames(channel)

@@ -6,7 +6,9 @@ extension TimeAmount {
     let (seconds, attoseconds) = duration.components
     let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
     self = .nanoseconds(
-      overflow ? (seconds < 0 ? .min : .max) : scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue)
+      overflow
+        ? (seconds < 0 ? .min : .max)
+        : scaled.addingReportingOverflow(attoseconds / 1_000_000_000).partialValue)
   }
 }
 

@@ -99,7 +99,8 @@ final class RefusalHandler: ChannelInboundHandler {
   }
 
   func channelActive(context: ChannelHandlerContext) {
-    var frame = context.channel.allocator.buffer(capacity: WireFrame.headerLength + reason.utf8.count)
+    var frame = context.channel.allocator.buffer(
+      capacity: WireFrame.headerLength + reason.utf8.count)
     WireFrame.write(.refused, text: reason, maximumFrameLength: 4096, into: &frame)
     let channel = context.channel
     context.writeAndFlush(NIOAny(frame)).whenComplete { _ in channel.close(promise: nil) }

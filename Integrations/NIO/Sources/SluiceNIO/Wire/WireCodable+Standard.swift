@@ -166,30 +166,33 @@ extension ByteBuffer {
   /// optional `+` or `-`, then one or more digits, nothing else, in range.
   @inlinable
   func decimal<Integer: FixedWidthInteger>() throws -> Integer {
-    let parsed: Integer? = readableBytesView.withContiguousStorageIfAvailable { bytes in
-      var index = bytes.startIndex
-      var negative = false
-      if index < bytes.endIndex, bytes[index] == UInt8(ascii: "-") || bytes[index] == UInt8(ascii: "+") {
-        negative = bytes[index] == UInt8(ascii: "-")
-        index += 1
-      }
-      guard index < bytes.endIndex else { return nil }
-      var value: Integer = 0
-      while index < bytes.endIndex {
-        let digit = bytes[index] &- UInt8(ascii: "0")
-        guard digit < 10 else { return nil }
-        let (shifted, overflow) = value.multipliedReportingOverflow(by: 10)
-        // Negative numbers are built downwards, so that `Integer.min` fits.
-        let (next, carry) =
-          negative
-          ? shifted.subtractingReportingOverflow(Integer(digit))
-          : shifted.addingReportingOverflow(Integer(digit))
-        guard !overflow, !carry else { return nil }
-        value = next
-        index += 1
-      }
-      return value
-    } ?? nil
+    let parsed: Integer? =
+      readableBytesView.withContiguousStorageIfAvailable { bytes in
+        var index = bytes.startIndex
+        var negative = false
+        if index < bytes.endIndex,
+          bytes[index] == UInt8(ascii: "-") || bytes[index] == UInt8(ascii: "+")
+        {
+          negative = bytes[index] == UInt8(ascii: "-")
+          index += 1
+        }
+        guard index < bytes.endIndex else { return nil }
+        var value: Integer = 0
+        while index < bytes.endIndex {
+          let digit = bytes[index] &- UInt8(ascii: "0")
+          guard digit < 10 else { return nil }
+          let (shifted, overflow) = value.multipliedReportingOverflow(by: 10)
+          // Negative numbers are built downwards, so that `Integer.min` fits.
+          let (next, carry) =
+            negative
+            ? shifted.subtractingReportingOverflow(Integer(digit))
+            : shifted.addingReportingOverflow(Integer(digit))
+          guard !overflow, !carry else { return nil }
+          value = next
+          index += 1
+        }
+        return value
+      } ?? nil
     guard let parsed else { throw WireDecodingError.notA(Integer.self, self) }
     return parsed
   }

@@ -56,7 +56,8 @@ public struct WireFrame: Sendable, Hashable {
   /// - Returns: the frame's length (tag and payload).
   @inlinable @discardableResult
   public static func write(
-    _ tag: Tag, into buffer: inout ByteBuffer, payload writePayload: (inout ByteBuffer) throws -> Void
+    _ tag: Tag, into buffer: inout ByteBuffer,
+    payload writePayload: (inout ByteBuffer) throws -> Void
   ) rethrows -> Int {
     let start = buffer.writerIndex
     buffer.writeMultipleIntegers(UInt32(0), tag.rawValue)  // the length is set below

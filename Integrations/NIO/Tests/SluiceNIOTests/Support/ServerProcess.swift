@@ -136,8 +136,10 @@ final class ServerProcess: @unchecked Sendable {
 
 /// `bytes` in hex, as `pipeline-server`'s hex options take them.
 func hex(_ bytes: some Sequence<UInt8>) -> String {
-  bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }
-    .joined()
+  bytes.map {
+    String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16)
+  }
+  .joined()
 }
 
 /// The resident memory of process `pid` in KiB, from /proc (Linux); `nil` elsewhere.
