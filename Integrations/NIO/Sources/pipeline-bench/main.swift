@@ -225,8 +225,9 @@ if let path = text("--round") {
 
 // MARK: The orchestrator
 
-/// Runs one round in a child process: its time in seconds and its memory rise in KiB.
-func round(_ path: String) throws -> (seconds: Double, riseKiB: Int) {
+/// Runs one round in a child process: its time in seconds, its memory rise in KiB, and the CPU
+/// time it used (user and system, both ends, process start included) in seconds.
+func round(_ path: String) throws -> (seconds: Double, riseKiB: Int, cpu: Double) {
   let process = Process()
   let pipe = Pipe()
   process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
@@ -238,9 +239,9 @@ func round(_ path: String) throws -> (seconds: Double, riseKiB: Int) {
   let last = output.split(separator: "\n").last { $0.hasPrefix("seconds ") } ?? ""
   let fields = last.split(whereSeparator: \.isWhitespace)
   guard process.terminationStatus == 0, fields.count == 6, let time = Double(fields[1]),
-    let rise = Int(fields[3])
+    let rise = Int(fields[3]), let cpu = Double(fields[5])
   else { fatalError("a \(path) round failed: \(output)") }
-  return (time, rise)
+  return (time, rise, cpu)
 }
 
 /// Processes that spin until killed, one a core: the "loaded" phase.
@@ -282,8 +283,8 @@ for phase in phases {
   print(
     "\(phase)\(spinning.isEmpty ? "" : " (\(busy) spinning processes)"): "
       + "load average \(loadAverage()) at the start")
-  var sluice: [(seconds: Double, riseKiB: Int)] = []
-  var plain: [(seconds: Double, riseKiB: Int)] = []
+  var sluice: [(seconds: Double, riseKiB: Int, cpu: Double)] = []
+  var plain: [(seconds: Double, riseKiB: Int, cpu: Double)] = []
   for index in 0..<rounds {
     if index % 2 == 0 {
       plain.append(try round("plain"))
@@ -308,4 +309,10 @@ for phase in phases {
       plainRate, sluiceRate, sluiceRate / plainRate,
       median(plain.map { Double($0.riseKiB) }), median(sluice.map { Double($0.riseKiB) }),
       loadAverage()))
+  let plainCPU = median(plain.map(\.cpu))
+  let sluiceCPU = median(sluice.map(\.cpu))
+  print(
+    String(
+      format: "  CPU time a round (median): plain %.3f s, Sluice %.3f s, Sluice/plain %.2f",
+      plainCPU, sluiceCPU, sluiceCPU / plainCPU))
 }

@@ -3,8 +3,9 @@
 //   source emits as fast as it is asked, or one value every --interval-ms;
 // - with --strings-hex H1,H2,…: those strings (each UTF-8, in hex), then finished;
 // - with --bytes-hex H1,H2,…: those byte strings as `ByteBuffer` values, then finished;
-// - with --raw-hex H: the bytes H as they are, not through `PipelineServer` (a hostile server),
-//   then closes (--then close) or stays silent (--then silent).
+// - with --raw-hex H1,H2,…: those bytes as they are, not through `PipelineServer` (a hostile
+//   server), each part written --raw-pause-ms after the one before (100 by default), then
+//   closes (--then close) or stays silent (--then silent).
 // It reports on standard output, one line each: `listening <port>`, `produced <n>` (values its
 // sources emitted, every --report-ms while it changes), `subscribed <n>` (pipelines subscribed
 // to), `cancelled` (a source saw cancel()), and the server's log (swift-log, --log-level).
@@ -13,7 +14,8 @@
 //                   [--send-buffer BYTES]
 //                   [--batch-bytes BYTES] [--max-connections N] [--max-frame BYTES]
 //                   [--read-timeout-ms MS] [--heartbeat-ms MS] [--log-level LEVEL]
-//                   [--strings-hex H,… | --bytes-hex H,… | --raw-hex H [--then close|silent]]
+//                   [--strings-hex H,… | --bytes-hex H,…
+//                    | --raw-hex H,… [--raw-pause-ms MS] [--then close|silent]]
 import Foundation
 import Logging
 import NIOCore
@@ -101,8 +103,10 @@ if let strings = hexList("--strings-hex") {
   let values = byteStrings.map { ByteBuffer(bytes: $0) }
   try await PipelineServer<ByteBuffer>(configuration: configuration) { reported(values) }
     .run { port in say("listening \(port)") }
-} else if let raw = text("--raw-hex") {
-  try await serveRaw(hex(Substring(raw)), thenClose: text("--then") != "silent")
+} else if let parts = hexList("--raw-hex") {
+  try await serveRaw(
+    parts, pause: .milliseconds(option("--raw-pause-ms") ?? 100),
+    thenClose: text("--then") != "silent")
 } else {
   let count = option("--count") ?? Int.max
   let failAfter = option("--fail-after")
@@ -136,31 +140,42 @@ if let strings = hexList("--strings-hex") {
 }
 reporter.cancel()
 
-/// Writes `bytes` to every client, then closes the connection or leaves it open and silent
-/// (reading and dropping whatever the client sends).
-func serveRaw(_ bytes: [UInt8], thenClose: Bool) async throws {
+/// Writes `parts` to every client, `pause` apart, then closes the connection or leaves it open
+/// and silent (reading and dropping whatever the client sends).
+func serveRaw(_ parts: [[UInt8]], pause: Duration, thenClose: Bool) async throws {
   final class RawHandler: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
-    let bytes: [UInt8]
+    let parts: [[UInt8]]
+    let pause: TimeAmount
     let thenClose: Bool
-    init(bytes: [UInt8], thenClose: Bool) {
-      self.bytes = bytes
+    init(parts: [[UInt8]], pause: TimeAmount, thenClose: Bool) {
+      self.parts = parts
+      self.pause = pause
       self.thenClose = thenClose
     }
     func channelActive(context: ChannelHandlerContext) {
-      let channel = context.channel
-      let written = context.writeAndFlush(NIOAny(ByteBuffer(bytes: bytes)))
-      if thenClose { written.whenComplete { _ in channel.close(mode: .output, promise: nil) } }
+      write(part: 0, to: context.channel)
+    }
+    func write(part index: Int, to channel: any Channel) {
+      guard index < parts.count else {
+        if thenClose { channel.close(mode: .output, promise: nil) }
+        return
+      }
+      channel.writeAndFlush(ByteBuffer(bytes: parts[index])).whenComplete { _ in
+        channel.eventLoop.scheduleTask(in: self.pause) { self.write(part: index + 1, to: channel) }
+      }
     }
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {}
   }
+  let (seconds, attoseconds) = pause.components
+  let pauseAmount = TimeAmount.nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
   let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
     .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
     .childChannelOption(.allowRemoteHalfClosure, value: true)
     .childChannelInitializer { channel in
       channel.eventLoop.makeCompletedFuture {
         try channel.pipeline.syncOperations.addHandler(
-          RawHandler(bytes: bytes, thenClose: thenClose))
+          RawHandler(parts: parts, pause: pauseAmount, thenClose: thenClose))
       }
     }
     .bind(host: "127.0.0.1", port: 0).get()

@@ -174,6 +174,35 @@ struct HostilePeerTests {
     #expect(completion == .failure(.serverFailed("boom\n!x")))
   }
 
+  // MARK: Reads that bring no whole frame
+
+  @Test func aFrameSplitAcrossReadsArrives() async throws {
+    // Three bytes of a frame, then (200 ms later) the rest and the completion: the first read
+    // brings no whole frame, and the client must ask for the next one.
+    let frame = Self.frame(1, Array("12345".utf8))
+    let server = try await ServerProcess([
+      "--raw-hex", hex(frame.prefix(3)) + "," + hex(frame.dropFirst(3) + Self.frame(2)),
+      "--raw-pause-ms", "200", "--then", "silent",
+    ])
+    let (values, completion) = await RemotePipeline<Int>(
+      port: try #require(server.port), configuration: .init(readTimeout: .seconds(30))
+    ).collect()
+    #expect(values == [12345])
+    #expect(completion == .finished)
+  }
+
+  @Test func aReadThatBringsOnlyAHeartbeatDoesNotStallTheClient() async throws {
+    let server = try await ServerProcess([
+      "--raw-hex", hex(Self.frame(5)) + "," + hex(Self.frame(1, Array("7".utf8)) + Self.frame(2)),
+      "--raw-pause-ms", "300", "--then", "silent",
+    ])
+    let (values, completion) = await RemotePipeline<Int>(
+      port: try #require(server.port), configuration: .init(readTimeout: .seconds(30))
+    ).collect()
+    #expect(values == [7])
+    #expect(completion == .finished)
+  }
+
   // MARK: Silent servers
 
   @Test func aServerThatSendsNothingTimesOut() async throws {

@@ -41,6 +41,7 @@ struct RemoteSubscriptionStateTests {
     var (machine, _) = streaming(demand: 2)
     let result2 = machine.arrived([value("a"), value("b"), value("c")])
     #expect(result2)
+    _ = machine.readCompleted()
     let result3 = machine.nextStep()
     #expect(delivered(result3) == ["a", "b"])
     guard case .idle = machine.nextStep() else {
@@ -55,6 +56,21 @@ struct RemoteSubscriptionStateTests {
     #expect(delivered(result4) == ["c"])
     guard case .read = machine.nextStep() else {
       Issue.record("demand left, no frame: read")
+      return
+    }
+  }
+
+  @Test func aReadThatBringsNoWholeFrameIsFollowedByTheNextRead() {
+    var (machine, _) = streaming(demand: 1)
+    guard case .idle = machine.nextStep() else {
+      Issue.record("a read is outstanding: no second one")
+      return
+    }
+    // The read brought a partial frame, or only a heartbeat: no frame arrives, the read ends.
+    let drain = machine.readCompleted()
+    #expect(drain)
+    guard case .read = machine.nextStep() else {
+      Issue.record("demand and no frame: the next read")
       return
     }
   }

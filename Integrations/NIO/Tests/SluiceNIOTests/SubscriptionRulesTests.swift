@@ -77,12 +77,9 @@ struct SubscriptionRulesTests {
       DispatchQueue.concurrentPerform(iterations: 8) { _ in subscriber.cancel() }
       let count = subscriber.received.count
       // A delivery the event loop had begun when cancel() returned may still land (as in the
-      // main package's rule suite); none begins after it.
-      try await Task.sleep(for: .milliseconds(50))
-      let settled = subscriber.received.count
-      #expect(settled <= count + 1, "nothing after cancel() but a delivery in flight")
-      try await Task.sleep(for: .milliseconds(100))
-      #expect(subscriber.received.count == settled)
+      // main package's rule suite), however late its thread runs; none begins after it.
+      try await Task.sleep(for: .milliseconds(300))
+      #expect(subscriber.received.count <= count + 1, "nothing after cancel() but one in flight")
       #expect(subscriber.completion == nil)
     }
     #expect(await eventually { server.cancelCount == 20 }, "every server pipeline was cancelled")

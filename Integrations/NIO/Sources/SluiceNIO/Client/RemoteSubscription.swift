@@ -181,6 +181,11 @@ extension RemoteSubscription: RemoteChannelEvents {
   }
 
   @usableFromInline
+  func readCompleted() {
+    if state.withLock({ $0.machine.readCompleted() }) { specializedDrain(self) }
+  }
+
+  @usableFromInline
   func failed(_ error: RemotePipelineError) {
     let (channel, drain) = state.withLock { $0.machine.failed(error) }
     channel?.close(promise: nil)
@@ -199,6 +204,8 @@ protocol RemoteChannelEvents: AnyObject, Sendable {
   func connectFailed(_ reason: String)
   /// Frames were read, in order.
   func arrived(_ frames: [WireFrame])
+  /// A socket read is over (it may have brought no whole frame).
+  func readCompleted()
   /// The connection failed or ended: the first call counts.
   func failed(_ error: RemotePipelineError)
 }
@@ -216,6 +223,11 @@ final class RemoteSubscriptionHandler: ChannelInboundHandler {
 
   func channelRead(context: ChannelHandlerContext, data: NIOAny) {
     events.arrived(unwrapInboundIn(data))
+  }
+
+  func channelReadComplete(context: ChannelHandlerContext) {
+    events.readCompleted()
+    context.fireChannelReadComplete()
   }
 
   func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -21,6 +21,7 @@ public import Sluice
 /// | connecting | connect failed | connecting, completion pending | drain |
 /// | streaming | request(n), not draining | streaming | schedule a drain |
 /// | streaming | frames read | streaming | drain |
+/// | streaming | read complete | streaming (no read outstanding) | drain |
 /// | streaming | fault (bad frame, timeout, drop) | streaming, completion pending | close, drain |
 /// | connecting, streaming | drain: a value frame, demand | unchanged | deliver a chunk |
 /// | connecting, streaming | drain: no frame, demand, no read | unchanged | read |
@@ -116,10 +117,11 @@ struct RemoteSubscriptionState {
     return startDraining()
   }
 
-  /// Frames were read (on the event loop). Whether to drain now.
+  /// Frames were read (on the event loop). Whether to drain now. The read is over only at
+  /// ``readCompleted()``: a read may bring several batches, or none (a partial frame, a
+  /// heartbeat).
   @usableFromInline
   mutating func arrived(_ more: [WireFrame]) -> Bool {
-    readOutstanding = false
     guard pendingCompletion == nil, !isClosed else { return false }
     if next == frames.count {
       frames = more
@@ -127,6 +129,15 @@ struct RemoteSubscriptionState {
     } else {
       frames += more
     }
+    return startDraining()
+  }
+
+  /// A socket read is over, whatever it brought (on the event loop). Whether to drain now (to
+  /// ask for the next read).
+  @usableFromInline
+  mutating func readCompleted() -> Bool {
+    readOutstanding = false
+    guard !isClosed else { return false }
     return startDraining()
   }
 

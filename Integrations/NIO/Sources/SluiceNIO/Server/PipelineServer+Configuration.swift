@@ -14,10 +14,9 @@ public struct PipelineServerConfiguration: Sendable, Hashable {
   /// connection's pipeline: it is cancelled, and the client gets a failure frame saying why.
   /// 1 MiB by default (the client's default limit).
   public var maximumFrameLength: Int
-  /// The bytes of frames gathered for one write: the server asks its pipeline for more only
-  /// while fewer than this wait, besides the one write the socket may be busy with. So a
-  /// connection holds at most two batches of frames (each under `batchBytes` plus one frame).
-  /// 16 KiB by default.
+  /// The bytes of frames gathered for one write: a full batch is written at once when the
+  /// socket is idle, and two waiting behind a busy socket stop the pipeline's demand (see
+  /// ``PipelineServer`` for the bound this gives). 16 KiB by default.
   public var batchBytes: Int
   /// Values asked of a connection's pipeline at a time: it has at most this many demanded and
   /// not yet sent, so when a batch stalls, at most this many minus one more arrive behind it.

@@ -12,17 +12,20 @@ import Synchronization
 /// try await server.run(port: 7000)   // until the task is cancelled
 /// ```
 ///
-/// **Demand**: a connection asks its pipeline for one value at a time, and only while fewer
-/// than `batchBytes` bytes of frames wait to be written; frames are written in batches, one
-/// write in flight at a time. So a client that stops reading stops its pipeline once the
-/// kernel's send buffer, one write, and one batch are full. **In flight** per connection, at
-/// most: two batches of frames (each under `batchBytes` plus one frame: 2 × (16 KiB + a frame)
-/// by default, in buffers of at most twice that) and the kernel's send buffer (twice
-/// `sendBufferSize` on Linux, kernel memory). See the package README for what a connection
-/// costs in all, measured.
+/// **Demand**: a connection asks its pipeline for `prefetch` values at a time, encodes them into
+/// batches of `batchBytes`, and keeps one write in flight; two full batches waiting behind a
+/// busy socket stop the demand until a write completes. So a client that stops reading stops its
+/// pipeline once the kernel's send buffer, the write in flight and the waiting frames are full.
+/// **In flight** per connection, at most: the write in flight and the frames waiting behind it
+/// (each under three batches plus one frame), the batch being filled, and `prefetch` − 1 values
+/// already demanded, in buffers that can grow to twice their contents — under 256 KiB with the
+/// defaults and short values — plus the kernel's send buffer (twice `sendBufferSize` on Linux,
+/// kernel memory). The package README gives what a connection costs in all, measured.
 ///
 /// **Threads**: the pipeline is made, subscribed to and asked for values in tasks of the
-/// cooperative pool, never on an event loop; the writes run on the connection's event loop.
+/// cooperative pool, never on an event loop, each request call producing at most 16 batches
+/// before it yields (a connection's first call, `prefetch` values); the writes run on the
+/// connection's event loop.
 ///
 /// **Completion**: written as a frame, then the server half-closes the connection and waits for
 /// the client to close it. A failure is written with the error's description (and logged at

@@ -215,7 +215,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     let marked = requester.compareExchange(expected: 0, desired: thread, ordering: .relaxed)
       .exchanged
     if marked {
-      signalSide.pointee.callBudget = first ? 0 : 4 * batchBytes
+      signalSide.pointee.callBudget = first ? 0 : 16 * batchBytes
       signalSide.pointee.callProduced = 0
       signalSide.pointee.yielded = false
     }

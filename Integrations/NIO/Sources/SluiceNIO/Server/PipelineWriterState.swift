@@ -6,15 +6,15 @@ import Sluice
 /// ``PipelineWriter`` calls it under its lock and performs the actions it returns after
 /// unlocking.
 ///
-/// **Demand**: the pipeline has at most one value demanded at any time. `receive` hands back
-/// `.max(1)` unless a full batch (`batchBytes`) of frames waits (`pending`) behind a busy
-/// socket (a write in flight or scheduled); then `.none` (`stalled`), and the write that takes
-/// the pending frames lifts the stall with a new `request(.max(1))`. A full batch with the
-/// socket idle is flushed at once, and the pipeline fills the next one meanwhile. One write is
-/// in flight at a time, however slowly the client reads, so a connection holds at most the
-/// write in flight, the pending frames, and the writer's `filling` batch: each under two
-/// batches plus one frame, and in practice (a stalled, non-reading client) about three
-/// batches in all.
+/// **Demand**: ``received(_:)`` says whether the pipeline may go on (the writer then asks for
+/// `prefetch` more once those demanded are used): yes, unless two batches (`batchBytes`) of
+/// frames wait (`pending`) behind a busy socket (a write in flight or scheduled); then no
+/// (`stalled`), and the write that takes the pending frames lifts the stall with a new request.
+/// A full batch with the socket idle is flushed at once, and the pipeline fills the next one
+/// meanwhile. One write is in flight at a time, however slowly the client reads, so a
+/// connection holds the write in flight and the pending frames (each under three batches plus
+/// one frame: frames join `pending` at most a batch and a frame at a time) and the writer's
+/// `filling` batch.
 ///
 /// **Batches**: a value sent during one of the writer's own `request` calls (a synchronous
 /// source emits all it can inside it) waits for a full batch or for that call to return;
@@ -22,10 +22,11 @@ import Sluice
 ///
 /// | state | event | next state | action |
 /// |---|---|---|---|
-/// | awaitingSubscription | subscribed | streaming | request 1 |
-/// | streaming | value, no full batch behind a busy socket | streaming | demand 1; write if idle |
-/// | streaming | value, a full batch behind a busy socket | streaming (stalled) | demand 0 |
-/// | streaming (stalled) | write takes pending | streaming | write; request 1 |
+/// | awaitingSubscription | subscribed | streaming | request |
+/// | streaming | frames, not two batches behind a busy socket | streaming | go on; write if idle |
+/// | streaming | frames, two batches behind a busy socket | streaming (stalled) | stop |
+/// | streaming (stalled) | write takes pending | streaming | write; request more |
+/// | streaming | request call returned, it yielded | streaming | request more (a new call) |
 /// | streaming, awaiting | completion | completing | write if idle |
 /// | streaming | value not encodable | completing | cancel; failure frame |
 /// | completing | write takes pending | completed | write, then half-close |
