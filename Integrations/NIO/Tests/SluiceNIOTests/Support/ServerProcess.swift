@@ -2,9 +2,10 @@ import Foundation
 import Synchronization
 
 /// A `pipeline-server` process started for one test: its port, and what it reports on standard
-/// output (`produced <n>`, `cancelled`), read on a thread of its own.
+/// output (`produced <n>`, `subscribed <n>`, `cancelled`, its log), read on a thread of its own.
 final class ServerProcess: @unchecked Sendable {
-  // Safety: `lines`, `buffered` and `port` are read and written only under `lock`.
+  // Safety: `lines`, `buffered` and `listeningPort` are read and written only under `lock`;
+  // `process` and `output` are set up in `init` and only read afterwards.
   private let lock = NSLock()
   private var lines: [String] = []
   private var buffered = Data()
@@ -31,30 +32,76 @@ final class ServerProcess: @unchecked Sendable {
   }
 
   deinit {
-    if process.isRunning { process.terminate() }
+    if process.isRunning {
+      Foundation.kill(process.processIdentifier, SIGKILL)  // also ends a stopped process
+      process.waitUntilExit()
+    }
     output.fileHandleForReading.readabilityHandler = nil
   }
 
   var port: Int? { lock.withLock { listeningPort } }
 
-  /// The values the server's source has emitted, as last reported.
-  var produced: Int {
-    lock.withLock {
-      lines.last { $0.hasPrefix("produced ") }.flatMap { Int($0.dropFirst("produced ".count)) }
-        ?? 0
-    }
-  }
+  /// The values the server's sources have emitted, as last reported.
+  var produced: Int { lastCount("produced ") }
 
-  /// Whether the server's source saw `cancel()`.
-  var sawCancel: Bool { lock.withLock { lines.contains("cancelled") } }
+  /// The pipelines the server has subscribed to, as last reported.
+  var subscribed: Int { lastCount("subscribed ") }
+
+  /// How many times a source saw `cancel()`.
+  var cancelCount: Int { lock.withLock { lines.count { $0 == "cancelled" } } }
+
+  /// Whether a source saw `cancel()`.
+  var sawCancel: Bool { cancelCount > 0 }
+
+  /// The lines the server printed that contain `text` (its log lines among them).
+  func lines(containing text: String) -> [String] {
+    lock.withLock { lines.filter { $0.contains(text) } }
+  }
 
   /// The server's resident memory, in KiB (Linux: /proc).
   var residentKiB: Int? { residentMemoryKiB(of: process.processIdentifier) }
+
+  /// The CPU time the server has used, in clock ticks (Linux: /proc; user and system).
+  var cpuTicks: Int {
+    let stat =
+      (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8))
+      ?? ""
+    let fields = stat.split(separator: ")").last?.split(separator: " ") ?? []
+    return fields.count > 12 ? (Int(fields[11]) ?? 0) + (Int(fields[12]) ?? 0) : 0
+  }
+
+  /// Waits (up to `seconds`) until the server is idle: no CPU tick in each of four quarter
+  /// seconds in a row. (Its `produced` reports come from a task that waits its turn with the
+  /// pipelines, so they lag while it is busy.) Whether it became idle.
+  func idle(within seconds: Int = 120) async -> Bool {
+    let deadline = ContinuousClock.now + .seconds(seconds)
+    var last = cpuTicks
+    var quiet = 0
+    while quiet < 4 {
+      guard ContinuousClock.now < deadline else { return false }
+      try? await Task.sleep(for: .milliseconds(250))
+      let now = cpuTicks
+      quiet = now == last ? quiet + 1 : 0
+      last = now
+    }
+    return true
+  }
 
   /// Kills the server at once (SIGKILL): its connections drop.
   func kill() {
     Foundation.kill(process.processIdentifier, SIGKILL)
     process.waitUntilExit()
+  }
+
+  /// Stops the server (SIGSTOP): its connections stay open, and it sends nothing more.
+  func stop() {
+    Foundation.kill(process.processIdentifier, SIGSTOP)
+  }
+
+  private func lastCount(_ prefix: String) -> Int {
+    lock.withLock {
+      lines.last { $0.hasPrefix(prefix) }.flatMap { Int($0.dropFirst(prefix.count)) } ?? 0
+    }
   }
 
   private func take(_ data: Data) {
@@ -75,7 +122,8 @@ final class ServerProcess: @unchecked Sendable {
       URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
       Bundle.main.bundleURL.deletingLastPathComponent(),
       URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent(".build/debug"),
+        .deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent(".build/debug"),
     ].map { $0.appendingPathComponent("pipeline-server") }
     guard
       let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) })
@@ -84,6 +132,14 @@ final class ServerProcess: @unchecked Sendable {
   }
 
   struct ServerDidNotStart: Error {}
+}
+
+/// `bytes` in hex, as `pipeline-server`'s hex options take them.
+func hex(_ bytes: some Sequence<UInt8>) -> String {
+  bytes.map {
+    String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16)
+  }
+  .joined()
 }
 
 /// The resident memory of process `pid` in KiB, from /proc (Linux); `nil` elsewhere.
