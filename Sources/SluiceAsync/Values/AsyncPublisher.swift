@@ -1,5 +1,7 @@
 /// The values of a publisher as an `AsyncSequence`, with the consumer's pace turned into demand.
 ///
+/// ![Marble diagram of values, drawn from a run](values)
+///
 /// Iterating subscribes (each iterator has its own subscription, made in
 /// `makeAsyncIterator()`); each `next()` takes a buffered value or waits for one. For a
 /// publisher that cannot fail, `for await` needs no `try`; otherwise the sequence throws the
@@ -85,6 +87,8 @@ public typealias AsyncThrowingPublisher<Upstream: Publisher> = AsyncPublisher<Up
 extension Publisher {
   /// The publisher's values as an async sequence.
   ///
+  /// ![Marble diagram of values, drawn from a run](values)
+  ///
   /// One `request(.max(1))` per `next()`, as in Combine, except for hot publishers
   /// (`HotPublisher`: subjects, `@Published`, `map`/`filter`/`debounce`/… chains over them): a
   /// hot publisher cannot be slowed down (it drops what a subscriber has not demanded), so for
@@ -96,6 +100,8 @@ extension Publisher {
   }
 
   /// The publisher's values as an async sequence, buffered and demanded by `bufferingPolicy`.
+  ///
+  /// ![Marble diagram of values-prefetch, drawn from a run](values-prefetch)
   public func values(bufferingPolicy: AsyncBufferingPolicy) -> AsyncPublisher<Self> {
     AsyncPublisher(self, bufferingPolicy: bufferingPolicy)
   }

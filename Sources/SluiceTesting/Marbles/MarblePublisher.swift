@@ -34,6 +34,8 @@ public final class MarblePublisher<Output, Failure: Error>: Publisher, @unchecke
   /// For a hot publisher: the subject every subscriber attaches to.
   let hotSubject: PassthroughSubject<Output, Failure>?
   let logs = Lock([MarbleSubscriptionLog]())
+  /// What was delivered to each subscriber (by its index in `logs`), at the tick it was.
+  let deliveries = Lock([MarbleDelivery<Output, Failure>]())
 
   init(
     marbles: Marbles, signals: [(tick: Int, signal: MarbleSignal<Output, Failure>)],
@@ -79,12 +81,25 @@ public final class MarblePublisher<Output, Failure: Error>: Publisher, @unchecke
     logs.withLock { $0[index].requests.append(.init(tick: tick, demand: demand)) }
   }
 
+  func logDelivery(_ signal: MarbleSignal<Output, Failure>, index: Int) {
+    let tick = clock.currentTick()
+    let delivery = MarbleDelivery(subscription: index, tick: tick, signal: signal)
+    deliveries.withLock { $0.append(delivery) }
+  }
+
   func logCancel(index: Int) {
     let tick = clock.currentTick()
     logs.withLock { logs in
       if logs[index].cancelledAt == nil { logs[index].cancelledAt = tick }
     }
   }
+}
+
+/// A signal a marble publisher delivered to one of its subscribers, at a tick.
+struct MarbleDelivery<Output, Failure: Error> {
+  let subscription: Int
+  let tick: Int
+  let signal: MarbleSignal<Output, Failure>
 }
 
 /// A signal a marble publisher sends.
@@ -117,9 +132,13 @@ private final class LoggedSubscription<Downstream: Subscriber>: Subscriber, Subs
     downstream.receive(subscription: self)
   }
 
-  func receive(_ input: Input) -> Subscribers.Demand { downstream.receive(input) }
+  func receive(_ input: Input) -> Subscribers.Demand {
+    publisher.logDelivery(.value(input), index: index)
+    return downstream.receive(input)
+  }
 
   func receive(completion: Subscribers.Completion<Failure>) {
+    publisher.logDelivery(.completion(completion), index: index)
     downstream.receive(completion: completion)
   }
 
@@ -237,6 +256,7 @@ private final class ColdMarbleSubscription<Downstream: Subscriber>: Subscription
 
   func drain() {
     while let (signal, downstream) = state.withLock({ $0.next() }) {
+      publisher.logDelivery(signal, index: index)
       switch signal {
       case .value(let value):
         let more = downstream.receive(value)
