@@ -69,7 +69,7 @@ let package = Package(
     // Every operator's and publisher's marble diagram, drawn from a run on virtual time
     // (`swift run sluice-diagrams` writes them into the DocC catalogs).
     .target(
-      name: "SluiceDiagrams", dependencies: ["Sluice", "SluiceTesting"],
+      name: "SluiceDiagrams", dependencies: ["Sluice", "SluiceTesting", "SluiceNetworking"],
       path: "Examples/Diagrams/Scenarios", swiftSettings: strict),
     .executableTarget(
       name: "SluiceDiagramsTool", dependencies: ["SluiceDiagrams"], path: "Examples/Diagrams/Tool",

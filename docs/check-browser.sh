@@ -10,7 +10,8 @@
 #   - dumps the DOM of docs/browser/check.html, which loads the page in a frame, scrolls each
 #     diagram into view and reports whether it loaded, its natural and on-page size and its
 #     computed visibility; fails unless every diagram loaded with a non-zero size, visible;
-#   - takes a screenshot into docs/.build/screenshots/ (light theme, and the overview in dark).
+#   - takes a screenshot into docs/.build/screenshots/ (light, and the overview again with the
+#     browser set to dark mode, where the ~dark pictures must be the ones shown).
 # Prints a summary line; exits non-zero on any missing or invisible diagram.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -40,9 +41,11 @@ browser() {
     --no-first-run --user-data-dir="$profile" --hide-scrollbars "$@" 2>>"$shots/chromium.log"
 }
 
+# The overview must show every picture its article references.
+overview_count=$(grep -c '^!\[' Sources/SluiceCore/SluiceCore.docc/MarbleDiagrams.md)
 # name | page | diagrams expected at least | the picture that must be there
 pages=(
-  "overview|/SluiceCore/documentation/sluicecore/marblediagrams|100|debounce"
+  "overview|/SluiceCore/documentation/sluicecore/marblediagrams|$overview_count|debounce"
   "debounce|/SluiceCore/documentation/sluicecore/publisher/debounce(for:scheduler:options:)|1|debounce"
   "buffer|/SluiceCore/documentation/sluicecore/publisher/buffer(size:prefetch:whenfull:)|2|buffer-byRequest"
   "asyncMap|/SluiceAsync/documentation/sluiceasync/sluicecore/publisher/asyncmap(maxconcurrent:priority:_:)|2|asyncMap-maxConcurrent"
@@ -50,10 +53,16 @@ pages=(
 failed=0
 checked=0
 start=$(date +%s)
-for entry in "${pages[@]}" "overview-dark|/SluiceCore/documentation/sluicecore/marblediagrams|100|debounce~dark|dark"; do
+for entry in "${pages[@]}" \
+  "overview-dark|/SluiceCore/documentation/sluicecore/marblediagrams|$overview_count|debounce~dark|dark"; do
   IFS='|' read -r name page expect picture theme <<<"$entry"
-  url="http://127.0.0.1:$port/check.html?page=$page&expect=$expect&theme=${theme:-light}"
-  browser --virtual-time-budget=60000 --window-size=1300,2500 --dump-dom "$url" >"$shots/$name.html" || true
+  url="http://127.0.0.1:$port/check.html?page=$page&expect=$expect"
+  # The dark run asks for the dark colour scheme, as a browser set to dark mode does (DocC's
+  # automatic theme then shows the ~dark pictures).
+  scheme=()
+  [[ "${theme:-}" == "dark" ]] && scheme=(--blink-settings=preferredColorScheme=0)
+  browser "${scheme[@]}" --virtual-time-budget=60000 --window-size=1300,2500 --dump-dom "$url" \
+    >"$shots/$name.html" || true
   report=$(sed -n '/<pre id="result">/,/<\/pre>/p' "$shots/$name.html" | sed 's/<[^>]*>//g')
   echo "$report" >"$shots/$name.txt"
   images=$(grep -c '^IMG' "$shots/$name.txt" || true)
@@ -72,12 +81,8 @@ for entry in "${pages[@]}" "overview-dark|/SluiceCore/documentation/sluicecore/m
   fi
   checked=$((checked + 1))
   # The page itself, as a person sees it.
-  if [[ "${theme:-}" == "dark" ]]; then
-    # The screenshot of the dark overview goes through the harness (it sets DocC's theme).
-    browser --virtual-time-budget=30000 --window-size=1300,1400 --screenshot="$shots/$name.png" "$url" >/dev/null || true
-  else
-    browser --virtual-time-budget=30000 --window-size=1300,1400 --screenshot="$shots/$name.png" "http://127.0.0.1:$port$page" >/dev/null || true
-  fi
+  browser "${scheme[@]}" --virtual-time-budget=30000 --window-size=1300,1400 \
+    --screenshot="$shots/$name.png" "http://127.0.0.1:$port$page" >/dev/null || true
 done
 echo "check-browser: $checked pages in $(( $(date +%s) - start )) s, screenshots in $shots"
 echo "browser check: $((checked - failed)) passed, $failed failed"

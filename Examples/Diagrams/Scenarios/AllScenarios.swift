@@ -3,5 +3,5 @@ extension DiagramScenario {
   public static let all: [DiagramScenario] =
     mapping + filtering + reducing + mathematics + matching + sequence + combining + errors
     + time + buffering + multicasting + sideEffects + coding + subscribing + publishers
-    + subjects + foundation + asyncOperators + bridges + awaiting
+    + subjects + foundation + asyncOperators + bridges + awaiting + networking
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 import Sluice
 import SluiceTesting
 
@@ -27,6 +28,13 @@ struct TickSequence: AsyncSequence, Sendable {
   }
 
   func makeAsyncIterator() -> AsyncIterator { AsyncIterator(sequence: self) }
+}
+
+/// The model of the `ObservationPublisher` diagram.
+@Observable final class Dial: @unchecked Sendable {
+  // Safety: set by the generator's thread between ticks, read by the observation's task, which
+  // the step executor runs on that same thread.
+  var level = 0
 }
 
 /// The actor of the `sink(isolatedTo:)` diagram.
@@ -192,6 +200,26 @@ extension DiagramScenario {
       let sequence = TickSequence(
         lab: lab, elements: [(1, "a"), (2, "b"), (1, "c")], produced: produced)
       lab.observe(sequence.publisher, demand: .max(1), requests: [(4, .max(1))], cancelAt: 8)
+    },
+    DiagramScenario(
+      "observation", .async, family: "Bridges to async/await", covers: ["ObservationPublisher"],
+      title: "ObservationPublisher { dial.level }   // @Observable final class Dial",
+      caption: "The value at the first demand, then the value after each change of what the "
+        + "closure reads; it never finishes (cancel() ends the observation).", async: true,
+      ticks: 6
+    ) { lab in
+      guard #available(macOS 26.0, iOS 26.0, tvOS 26.0, watchOS 26.0, visionOS 26.0, *) else {
+        return
+      }
+      let dial = Dial()
+      let sets = lab.inputRow("level =")
+      lab.observe(ObservationPublisher { dial.level })
+      for (tick, value) in [(2, 1), (4, 2)] {
+        lab.at(tick) {
+          sets.value(value)
+          dial.level = value
+        }
+      }
     },
     DiagramScenario(
       "asyncFuture", .async, family: "Bridges to async/await", covers: ["AsyncFuture"],

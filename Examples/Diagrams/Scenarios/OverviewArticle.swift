@@ -16,7 +16,6 @@ extension DiagramScenario.Catalog {
       case .networking: "URLSession's publisher in pictures"
       }
     var lines = [
-      "<!-- Written by `swift run sluice-diagrams` from Examples/Diagrams: do not edit. -->",
       "# \(heading)", "",
       "Every operator and publisher of \(rawValue), drawn from a real run.", "",
       "## Overview", "",
@@ -26,7 +25,8 @@ extension DiagramScenario.Catalog {
         + "subscribed, `↑n` a request for n more values, `⊘` a cancel. Async operators and "
         + "bridges run their tasks one job at a time between ticks, so their pictures are as "
         + "exact as the others.", "",
-      "The pictures are generated (`swift run sluice-diagrams`) and CI fails when a committed "
+      "The pictures and this article are generated from Examples/Diagrams (`swift run "
+        + "sluice-diagrams`; do not edit them by hand) and CI fails when a committed "
         + "picture differs from what the code draws now, so a change of behaviour shows up as a "
         + "picture in review. Draw your own pipelines with SluiceTesting's `MarbleDiagram`.", "",
     ]

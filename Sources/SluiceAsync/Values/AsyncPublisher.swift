@@ -82,6 +82,8 @@ final class IteratorOwner<Output, Failure: Error>: Sendable {
 
 /// Combine's name for the async sequence of a publisher that can fail; in Sluice one type
 /// serves both, throwing the publisher's own `Failure`.
+///
+/// ![Marble diagram: for await value in input.values { … }](values)
 public typealias AsyncThrowingPublisher<Upstream: Publisher> = AsyncPublisher<Upstream>
 
 extension Publisher {
