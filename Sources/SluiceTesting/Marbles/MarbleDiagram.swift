@@ -102,36 +102,29 @@ public struct MarbleDiagram: Sendable, Hashable {
         start: start + ticks)
     }
 
-    /// What `publisher` delivered: every subscription's values and completion, at the ticks
-    /// they reached the subscriber (after any wait for demand), with its subscription, requests
-    /// and cancel; only the `subscription`-th subscription's if given.
+    /// What `publisher` did with its subscribers, in the order it happened: each subscription,
+    /// request (and demand returned from `receive(_:)`), value and completion at the tick it
+    /// reached the subscriber (after any wait for demand), and cancel; only the
+    /// `subscription`-th subscription's if given.
     public init<Output, Failure>(
       _ label: String, publisher: MarblePublisher<Output, Failure>, subscription: Int? = nil,
       describe: (Output) -> String = { String(describing: $0) }
     ) {
-      let logs = publisher.subscriptionLogs
-      let deliveries = publisher.deliveries.withLock { $0 }
-      var events: [Event] = []
-      for (index, log) in logs.enumerated() where subscription == nil || subscription == index {
-        var own: [Event] = [Event(tick: log.subscribedAt, mark: .subscribed)]
-        own += log.requests.map { Event(tick: $0.tick, mark: .requested($0.demand)) }
-        own += deliveries.filter { $0.subscription == index }.map { delivery in
-          let mark: Mark =
-            switch delivery.signal {
-            case .value(let value): .value(describe(value))
-            case .completion(.finished): .finished
-            case .completion(.failure(let error)): .failed(String(describing: error))
-            }
-          return Event(tick: delivery.tick, mark: mark)
-        }
-        if let cancelled = log.cancelledAt { own.append(Event(tick: cancelled, mark: .cancelled)) }
-        events += own
+      let events = publisher.timeline.withLock { $0 }.filter {
+        subscription == nil || subscription == $0.subscription
+      }.map { event -> Event in
+        let mark: Mark =
+          switch event.kind {
+          case .subscribed: .subscribed
+          case .requested(let demand): .requested(demand)
+          case .delivered(.value(let value)): .value(describe(value))
+          case .delivered(.completion(.finished)): .finished
+          case .delivered(.completion(.failure(let error))): .failed(String(describing: error))
+          case .cancelled: .cancelled
+          }
+        return Event(tick: event.tick, mark: mark)
       }
-      // In time order; at one tick, subscription by subscription, each in the order above.
-      let ordered = events.enumerated().sorted {
-        ($0.element.tick, $0.offset) < ($1.element.tick, $1.offset)
-      }
-      self.init(label, events: ordered.map(\.element))
+      self.init(label, events: events)
     }
 
     /// What a recorder saw: its subscription at tick 0, its request, the values and the
