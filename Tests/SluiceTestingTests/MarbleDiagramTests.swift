@@ -105,4 +105,14 @@ struct MarbleDiagramTests {
     #expect(row.shifted(by: 2).events.map(\.tick) == [3, 5, 5, 6])
     #expect(row.shifted(by: 2).start == 2)
   }
+
+  @Test func anEndBeforeTheLastEventAndAnEmptyDiagramStillDraw() throws {
+    let row = MarbleDiagram.Row("x", marbles: try Marbles("a-^--b|"))
+    let short = MarbleDiagram("short", inputs: [row], outputs: [], endTick: 1)
+    #expect(short.svg().contains(">b</text>"))
+    #expect(short.svg().contains(">-2</text>"))
+    let empty = MarbleDiagram("nothing", inputs: [], outputs: [])
+    #expect(empty.svg().contains(">nothing</text>"))
+    #expect(empty.text == "nothing")
+  }
 }

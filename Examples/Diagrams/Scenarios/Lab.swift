@@ -260,6 +260,7 @@ class Observer: @unchecked Sendable {
 /// Records every signal at its tick; asks for its demand when it subscribes and for more when
 /// the run says.
 final class TickObserver<Input, Failure: Error>: Observer, Subscriber, @unchecked Sendable {
+  // Safety: the upstream subscription is behind `lock`; the events are the observer's.
   let demand: Subscribers.Demand
   let describe: (Input) -> String
   private let lock = NSLock()

@@ -39,7 +39,9 @@ private struct MarbleDrawing {
     rows = diagram.inputs + diagram.outputs
     let ticks = rows.flatMap { $0.events.map(\.tick) } + rows.map(\.start)
     firstTick = min(0, ticks.min() ?? 0)
-    endTick = max(diagram.endTick ?? ((ticks.max() ?? 0) + 2), firstTick + 1)
+    // Never shorter than the events: a given end before the last event is extended to it.
+    let last = ticks.max() ?? 0
+    endTick = max(diagram.endTick ?? (last + 2), last + 1, firstTick + 1)
     labelWidth = max(56, (rows.map(\.label.count).max() ?? 0) * Self.charWidth + 16)
     var columns: [(left: Int, width: Int)] = []
     var left = Self.margin + labelWidth
