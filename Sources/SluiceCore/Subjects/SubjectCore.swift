@@ -182,10 +182,7 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     _ value: Output, to conduits: SlotArray<AnyConduit<Output, Failure>>,
     _ context: DeliveryContext
   ) {
-    state.withLock {
-      $0.subscribers.parked = false
-      subscribers.beginTurn(context)
-    }
+    subscribers.beginTurn(context)
     deliver(value, to: conduits)
     leave(context, held: SharedSubscriberList<Output, Failure>.draining)
   }
