@@ -1,24 +1,42 @@
 /*
- * The delivery-turn protocol of a subject's send (Sources/SluiceCore/Subjects/
- * SharedSubscriberList.swift and SubjectCore.swift), as implemented, checked exhaustively by spin.
+ * A subject's delivery turn (Sources/SluiceCore/Subjects/SharedSubscriberList.swift and
+ * SubjectCore.swift), as implemented, checked exhaustively by spin. What this model covers and
+ * what it leaves to others is in Models/README.md.
  *
- * N sender threads each send S values to one subject. A value is "delivered" when the thread
- * holding the turn hands it to the subscribers (one subscriber stands for all: every queued item
- * goes to the list captured with it). The model keeps the steps the code takes with atomics and
- * the lock: the lock-free claim of `reader` (compare-and-swap), the give-back in `leave()`
- * (store, then load of `pending`: sequentially consistent, as in the code), hand-offs under the
- * lock (queue the value with a grant, or with a waiter), the raced re-claim (`claimToDrain`),
- * `runHandedOver` delivering a waiting sender's value for it while the turn's budget lasts
- * (then dismissing the waiter) and past that stopping at the waiter and handing it the turn.
- * Attaching,
- * detaching and re-entrant sends are left out (the lock serialises them with hand-offs).
+ * N sender threads each send S values to one subject, each from a call of its own (outside any
+ * delivery). A value is "delivered" when the thread holding the turn hands it to the subscriber
+ * (one subscriber stands for all: every queued item goes to the list captured with it). Modelled
+ * step by step where the code uses atomics, and under `lock` where it locks:
+ * - the turn word `reader` (its holder part `holder`, and its `pending` bit): a claim is one
+ *   compare-and-swap from "free, nothing pending"; a give-back is one compare-and-swap from the
+ *   value held to free, which fails while `pending` is set (the holder then keeps the turn and
+ *   runs the queue);
+ * - grants: the holder offers grants reserved from its call's allowance, then publishes its
+ *   identity (`readerThread`); a hand-off under the lock first sets `pending` (a
+ *   read-modify-write that tells it whether anyone holds the turn), and if so takes a grant only
+ *   if the holder's identity is published and no waiter is queued, else queues a waiter; if
+ *   nobody holds the turn, it takes it to run its own work;
+ * - the holder runs the queue: a waiter's value is delivered for it while the holder's call has
+ *   allowance (or it is the holder's own), else the turn passes to it (grants withdrawn)
+ *   and the waiter, taking it, offers grants of its own; when the queue is empty the holder
+ *   clears `pending` and gives its unused grants back;
+ * - REENTRANT: sender 0's first value, delivered, sends one value more from inside the delivery
+ *   (queued behind, never nested);
+ * - COMPLETE: sender N-1, after its values, sends the completion (handed over in order, or
+ *   delivered at once if nobody holds the turn); later sends find no subscriber (the stale
+ *   check of a claim that raced the completion included);
+ * - CANCEL: a canceller cancels the subscriber once: if a sender of another thread may be
+ *   delivering, the release of the subscriber is handed to the turn (out of order), else it is
+ *   released at once.
  *
- * Checked (spin -a; ./pan): every value is delivered exactly once and each sender's values in
- * the order sent (assert in deliver); every call returns (no invalid end state: a waiter is
- * always granted its turn or dismissed, nothing is stranded in the queue); one call runs at most
- * BOUND items handed over by other threads (assert; BOUND = 2K + 1: K granted values, one more
- * from a raced re-claim, K waiting senders' values); at the end nothing is queued, pending or
- * held.
+ * Checked (spin -a; ./pan): every value accepted (sent before the completion) is delivered
+ * exactly once, each sender's in order (assert in deliver); nothing reaches the subscriber after
+ * the completion or after its release, and the release waits for a delivery in flight; the
+ * completion and the release happen exactly once; every call returns (no invalid end state: a
+ * waiter is always granted its turn or dismissed, nothing is stranded); one call delivers at most
+ * BOUND values of other threads (assert; BOUND = A, the call's allowance, plus one for the
+ * re-entrant value a holder may leave behind a waiter it hands the turn to); at the end nothing
+ * is queued, pending or held.
  */
 #ifndef N
 #define N 3
@@ -29,200 +47,380 @@
 #ifndef K
 #define K 1
 #endif
-#ifndef BOUND
-#define BOUND (2 * K + 1)
+#ifndef A
+#define A (2 * K)
 #endif
-#define QMAX (N * S + 1)
+#ifndef BOUND
+#define BOUND A
+#endif
+#ifndef CANCEL
+#define CANCEL 0
+#endif
+#ifndef REENTRANT
+#define REENTRANT 1
+#endif
+#ifndef COMPLETE
+#define COMPLETE 1
+#endif
+#define QMAX (N * S + 4)
+#define RE N             /* the re-entrant value's "sender" */
+#define C (N + 1)        /* the canceller's thread */
 
 #define FREE 0
-#define CLAIMED 1
+#define CLAIMED 1        /* a storage address */
 #define DRAINING 2
 
-byte reader = FREE;
-byte readerThread = 0;   /* holder + 1; 0: none */
-bit pending = 0;
+byte holder = FREE;      /* the turn word: holder part ... */
+bit pending = 0;         /* ... and pending bit (one atomic word in the code) */
+byte readerThread = 0;   /* holder + 1; 0: not published */
 bit lock = 0;
-byte grants = K;
-byte budget = K;         /* waiting senders' values this turn still delivers for them */
-byte valuesQueued = 0;   /* VALUE items in the queue */
+byte grants = 0;
+byte waitersQueued = 0;
+bit listEmpty = 0;       /* the completion emptied the subscriber list */
 
 #define VALUE 1
 #define WAITER 2
+#define COMPLETION 3
+#define RELEASE 4
 byte qkind[QMAX];
 byte qsender[QMAX];
 byte qseq[QMAX];
 byte qhead = 0;
 byte qtail = 0;
 
-bit granted[N];
-bit dismissed[N];        /* the turn delivered the waiter's value for it */
-byte delivered[N];       /* the next sequence number expected from each sender */
-byte others[N];          /* items of other senders run in the current call */
+bit granted[N + 2];
+bit dismissed[N + 2];
+byte delivered[N + 2];   /* next sequence number expected from each sender (RE: re-entrant) */
+byte sent[N + 2];        /* values accepted (sent before the completion) */
+byte others[N + 2];      /* values of other threads delivered in the current call */
+byte allowance[N + 2];
+byte reSender = 255;     /* the thread whose delivery sent the re-entrant value */
+bit reDeferred = 0;      /* ... as a waiter of its own, deferred (a waiter was queued then) */
+bit reGranted = 0;
+bit reDismissed = 0;
+bit completed = 0;       /* the subscriber received the completion */
+bit cancelled = 0;       /* the conduit's fast word closed */
+bit released = 0;        /* the subscriber was released */
+byte delivering = 0;     /* the thread delivering to the subscriber now + 1 */
 
 inline acquire() { atomic { lock == 0 -> lock = 1 } }
 inline release() { lock = 0 }
 
-inline deliver(ds, dq, dme) {
-  assert(delivered[ds] == dq);   /* once, in order */
-  delivered[ds]++;
-  if
-  :: ds != dme -> others[dme]++; assert(others[dme] <= BOUND)
-  :: else -> skip
-  fi
-}
-
 inline enqueue(ek, es, eq) {
-  qkind[qtail] = ek; qsender[qtail] = es; qseq[qtail] = eq; qtail++;
+  qkind[qtail] = ek; qsender[qtail] = es; qseq[qtail] = eq; qtail++
+}
+
+/* One value to the subscriber (a cancelled conduit drops it; a released one is never reached). */
+inline deliver(ds, dq, dme) {
   if
-  :: ek == VALUE -> valuesQueued++
+  :: !cancelled ->
+     d_step {                            /* the checks: ghost state, no other thread's step */
+       assert(!released && !completed);  /* nothing reaches the subscriber after either */
+       delivering = dme + 1;
+       assert(delivered[ds] == dq);      /* once, in order */
+       delivered[ds]++;
+       if
+       :: (ds != RE && ds != dme) || (ds == RE && reSender != dme) ->
+          others[dme]++; assert(others[dme] <= BOUND)
+       :: else -> skip
+       fi
+     };
+     /* the re-entrant send: from inside the delivery of sender 0's first value: queued behind
+        (pending set) — or, while a waiter is queued, as a waiter of the holder's own, deferred
+        to the end of its call; after the completion was sent it finds no subscriber */
+     if
+     :: REENTRANT && ds == 0 && dq == 0 ->
+        acquire();
+        if
+        :: !listEmpty && waitersQueued == 0 ->
+           enqueue(VALUE, RE, 0); sent[RE]++; reSender = dme; pending = 1
+        :: !listEmpty && waitersQueued > 0 ->
+           enqueue(WAITER, RE, 0); waitersQueued++; sent[RE]++; reSender = dme; reDeferred = 1;
+           pending = 1
+        :: else -> skip
+        fi;
+        release()
+     :: else -> skip
+     fi;
+     delivering = 0
   :: else -> skip
   fi
 }
 
-/* beginTurn: the grants of a new turn, less the values already queued for it */
-inline beginTurn() {
+inline deliverCompletion() {
+  assert(!completed);
   if
-  :: valuesQueued >= K -> grants = 0
-  :: else -> grants = K - valuesQueued
-  fi;
-  budget = K
+  :: !cancelled -> completed = 1
+  :: else -> skip
+  fi
 }
 
-/* runHandedOver: until the queue is empty (passed = 0) or a waiter past the budget comes first
-   (passed = 1). */
+inline runRelease() { assert(!released && delivering == 0); released = 1 }
+
+/* beginTurn: grants reserved from the call's allowance, then the identity published. */
+inline beginTurn(bme) {
+  if
+  :: allowance[bme] >= K -> grants = K; allowance[bme] = allowance[bme] - K
+  :: else -> grants = allowance[bme]; allowance[bme] = 0
+  fi;
+  readerThread = bme + 1
+}
+
+inline withdrawGrants(wme) { allowance[wme] = allowance[wme] + grants; grants = 0 }
+
+/* runHandedOver: until the queue is empty (passed = 0) or the turn passes to a waiter. */
 inline runQueue(rme) {
   do
   :: acquire();
      if
-     :: qhead == qtail -> pending = 0; release(); passed = 0; break
+     :: qhead == qtail -> pending = 0; withdrawGrants(rme); release(); passed = 0; break
      :: else ->
-        kind = qkind[qhead]; s = qsender[qhead]; q = qseq[qhead]; qhead++;
+        d_step {
+          kind = qkind[qhead]; s = qsender[qhead]; q = qseq[qhead];
+          qkind[qhead] = 0; qsender[qhead] = 0; qseq[qhead] = 0; qhead++;
+          if
+          :: qhead == qtail -> qhead = 0; qtail = 0   /* as removeAll(keepingCapacity:) */
+          :: else -> skip
+          fi
+        };
         if
-        :: kind == WAITER && budget > 0 ->
-           budget--; release(); deliver(s, q, rme); dismissed[s] = 1
-        :: kind == WAITER && budget == 0 ->
-           reader = DRAINING; readerThread = s + 1; beginTurn();
-           release(); granted[s] = 1; passed = 1; break
-        :: else -> valuesQueued--; release(); deliver(s, q, rme)
+        :: kind == VALUE -> release(); deliver(s, q, rme); atomic { kind = 0; s = 0; q = 0 }
+        :: kind == COMPLETION -> release(); deliverCompletion(); kind = 0; s = 0
+        :: kind == RELEASE -> release(); runRelease(); kind = 0; s = 0
+        :: kind == WAITER ->
+           waitersQueued--;
+           if
+           :: s == RE -> kind = reSender      /* kind: the waiting thread, from here on */
+           :: else -> kind = s
+           fi;
+           if
+           :: kind == rme || allowance[rme] > 0 ->
+              if
+              :: kind != rme -> allowance[rme]--
+              :: else -> skip
+              fi;
+              release(); deliver(s, q, rme);
+              if
+              :: s == RE -> reDismissed = 1
+              :: else -> dismissed[s] = 1
+              fi;
+              atomic { kind = 0; s = 0; q = 0 }
+           :: else ->
+              withdrawGrants(rme); holder = DRAINING; readerThread = kind + 1;
+              q = s; s = 0;                     /* q: the source, for a moment */
+              release();
+              if
+              :: q == RE -> reGranted = 1
+              :: else -> granted[kind] = 1
+              fi;
+              passed = 1; kind = 0; q = 0; break
+           fi
         fi
      fi
   od
 }
 
-/* SubjectCore.leave(thread:) */
+/* SubjectCore.leave(_:held:): the give-back's compare-and-swap fails while work is pending. */
 inline leaveLoop(lme) {
   do
-  :: if
-     :: pending ->
-        runQueue(lme);
-        if
-        :: passed -> break
-        :: else -> skip
-        fi
-     :: else ->
-        readerThread = 0;
-        reader = FREE;
-        if
-        :: pending ->
-           acquire();
-           atomic {
-             if
-             :: qhead != qtail && reader == FREE -> reader = DRAINING; ok = 1
-             :: else -> ok = 0
-             fi
-           }
-           if
-           :: ok -> readerThread = lme + 1; release()   /* the same call's turn: no new grants */
-           :: else -> release(); break
-           fi
-        :: else -> break
-        fi
-     fi
-  od
-}
-
-proctype Sender(byte me) {
-  byte seq = 0;
-  bit ok, waiting, passed;
-  byte kind, s, q;
-  do
-  :: seq < S ->
-     others[me] = 0;
-     /* claim(by:) */
+  :: readerThread = 0;
      atomic {
        if
-       :: reader == FREE -> reader = CLAIMED; ok = 1
+       :: !pending -> holder = FREE; ok = 1
        :: else -> ok = 0
        fi
      }
      if
-     :: ok ->
-        readerThread = me + 1;
-        if
-        :: pending ->                       /* claimedBehind: behind the waiting work */
-           acquire(); enqueue(VALUE, me, seq); pending = 1; release()
-        :: else -> deliver(me, seq, me)     /* claimed: in place */
-        fi;
-        leaveLoop(me)
+     :: ok -> ok = 0; break
      :: else ->
-        /* sendLocked: claimOrHandOff under the lock */
-        acquire();
+        readerThread = lme + 1;
+        runQueue(lme);
+        if
+        :: passed -> passed = 0; break
+        :: else -> skip
+        fi
+     fi
+  od
+}
+
+/* handOff under the lock (the caller holds it, and releases it): sets pending; a free turn is
+   taken (draining = 1: the caller runs the queue); else the work is queued, a value on a grant
+   of the published holder while no waiter is queued, or as a waiter (waiting = 1). */
+inline handOff(hk, hme, hseq, needsGrant) {
+  atomic { wasFree = (holder == FREE); pending = 1 }
+  if
+  :: wasFree ->
+     holder = DRAINING; enqueue(hk, hme, hseq); allowance[hme] = A; beginTurn(hme); draining = 1
+  :: else ->
+     atomic {
+       /* takeGrant(): the holder's identity published (its grants before it), and no waiter */
+       grantable = (waitersQueued == 0 && readerThread != 0 && grants > 0);
+       if
+       :: needsGrant && grantable -> grants--; waiting = 0
+       :: needsGrant && !grantable -> waiting = 1
+       :: !needsGrant -> waiting = 0
+       fi;
+       grantable = 0
+     }
+     if
+     :: waiting -> enqueue(WAITER, hme, hseq); waitersQueued++
+     :: else -> enqueue(hk, hme, hseq)
+     fi
+  fi
+}
+
+/* A waiter handed the turn takes it: its call's allowance (fresh for a call that waited
+   before doing anything; what is left for one coming back to a deferred waiter), grants of its
+   own, its value, then the queue. */
+inline takeGrantedTurn(tme, ts, tseq, fresh) {
+  if
+  :: fresh -> allowance[tme] = A
+  :: else -> skip
+  fi;
+  beginTurn(tme);
+  deliver(ts, tseq, tme);
+  leaveLoop(tme)
+}
+
+proctype Sender(byte me) {
+  byte seq = 0;
+  bit ok, waiting, passed, wasFree, done, draining, grantable;
+  byte kind, s, q;
+  do
+  :: seq < S ->
+     /* claim(by:): nobody attached (current == 0), then the compare-and-swap from free */
+     done = 0;
+     if
+     :: listEmpty -> done = 1
+     :: else ->
         atomic {
           if
-          :: reader == FREE && qhead == qtail -> reader = CLAIMED; ok = 1
+          :: holder == FREE && !pending -> holder = CLAIMED; ok = 1
           :: else -> ok = 0
           fi
         }
+     fi;
+     if
+     :: ok ->
+        allowance[me] = A; beginTurn(me);
         if
-        :: ok ->
-           readerThread = me + 1; beginTurn(); release(); deliver(me, seq, me); leaveLoop(me)
+        :: !listEmpty -> sent[me]++; deliver(me, seq, me); leaveLoop(me); done = 1
+        :: else -> leaveLoop(me)            /* stale: the list changed; through the lock */
+        fi
+     :: else -> skip
+     fi;
+     if
+     :: done -> skip
+     :: else ->
+        /* sendLocked: claimOrHandOff under the lock */
+        acquire();
+        if
+        :: listEmpty -> release()                  /* nobody to send to */
         :: else ->
-           assert(!(reader != FREE && readerThread == me + 1));  /* no re-entrancy here */
-           /* handOff(needsGrant: true) */
-           if
-           :: grants == 0 -> enqueue(WAITER, me, seq); waiting = 1
-           :: else -> grants--; enqueue(VALUE, me, seq); waiting = 0
-           fi;
-           pending = 1;
            atomic {
              if
-             :: reader == FREE -> reader = DRAINING; ok = 1
+             :: holder == FREE && !pending -> holder = CLAIMED; ok = 1
              :: else -> ok = 0
              fi
            }
            if
-           :: ok ->                          /* draining: this thread runs the queue */
-              readerThread = me + 1; beginTurn();
-              if
-              :: waiting -> qkind[qtail - 1] = VALUE; valuesQueued++; waiting = 0
-              :: else -> skip
-              fi;
-              release(); leaveLoop(me)
+           :: ok ->
+              allowance[me] = A; beginTurn(me); sent[me]++; release();
+              deliver(me, seq, me); leaveLoop(me)
            :: else ->
+              assert(readerThread != me + 1);   /* a root call holds no turn */
+              sent[me]++;
+              handOff(VALUE, me, seq, 1);
               release();
               if
+              :: draining -> draining = 0; leaveLoop(me)   /* runs its own value */
               :: waiting ->                  /* wait: delivered for it, or its turn */
                  (granted[me] == 1 || dismissed[me] == 1);
                  if
                  :: dismissed[me] == 1 -> dismissed[me] = 0
-                 :: else -> granted[me] = 0; deliver(me, seq, me); leaveLoop(me)
+                 :: else -> granted[me] = 0; takeGrantedTurn(me, me, seq, 1)
                  fi
               :: else -> skip                /* handed over: returns at once */
               fi
            fi
         fi
      fi;
-     seq++
+     /* The outermost turn ended: come back to a deferred waiter of its own, holding nothing. */
+     if
+     :: reDeferred && reSender == me ->
+        (reGranted || reDismissed);
+        if
+        :: reGranted -> reGranted = 0; takeGrantedTurn(me, RE, 0, 0)
+        :: else -> skip
+        fi;
+        reDeferred = 0; reDismissed = 0
+     :: else -> skip
+     fi;
+     /* the call is over: what it counted no longer matters (fewer states to tell apart) */
+     skip;
+     d_step { seq++; others[me] = 0; allowance[me] = 0; ok = 0; waiting = 0; passed = 0;
+              wasFree = 0; done = 0; draining = 0 }
   :: else -> break
-  od
+  od;
+  /* The last sender completes the subject: handOffToReader(.completion, inOrder: true). */
+  if
+  :: COMPLETE && me == N - 1 ->
+     acquire();
+     listEmpty = 1;
+     if
+     :: holder == FREE -> release(); deliverCompletion()   /* nested: now (nothing waits) */
+     :: else ->
+        handOff(COMPLETION, me, 0, 0);
+        release();
+        if
+        :: draining -> leaveLoop(me)
+        :: else -> skip
+        fi
+     fi
+  :: else -> skip
+  fi
+}
+
+/* Conduit.cancel() from a thread of its own: the fast word closed (sequentially consistent),
+   then, if a sender of another thread may be delivering, the release handed to the turn
+   (handOffToReader(.release, inOrder: false)), else released at once. */
+proctype Canceller() {
+  bit ok, passed, wasFree, waiting, draining, grantable;
+  byte kind, s, q;
+  cancelled = 1;
+  if
+  :: holder == FREE -> runRelease()
+  :: else ->
+     acquire();
+     if
+     :: holder == FREE -> release(); runRelease()   /* nested: no sender now */
+     :: else ->
+        handOff(RELEASE, C, 0, 0);
+        release();
+        if
+        :: draining -> leaveLoop(C)
+        :: else -> skip
+        fi
+     fi
+  fi
 }
 
 init {
   byte i;
   atomic {
     for (i : 0 .. N - 1) { run Sender(i) }
+    if
+    :: CANCEL -> run Canceller()
+    :: else -> skip
+    fi
   }
   _nr_pr == 1;
-  for (i : 0 .. N - 1) { assert(delivered[i] == S) }
-  assert(qhead == qtail && pending == 0 && reader == FREE && lock == 0)
+  if
+  :: !CANCEL ->
+     for (i : 0 .. N) { assert(delivered[i] == sent[i]) }
+     assert(sent[N - 1] == S && completed == COMPLETE)
+  :: else -> assert(released)
+  fi;
+  assert(qhead == qtail && pending == 0 && holder == FREE && lock == 0);
+  assert(waitersQueued == 0 && readerThread == 0 && !reDeferred)
 }

@@ -73,3 +73,24 @@ package func runConcurrently(_ iterations: Int, _ body: @escaping @Sendable (Int
 private final class NextIndex: Sendable {
   let counter = Atomic<Int>(0)
 }
+
+/// Runs `body(i)` for every `i` in `0..<threads`, all at once, each on a thread of its own, and
+/// returns whether every call returned before `deadline`. The deadline is only a net against a
+/// hang (a deadlock fails the test instead of stalling the suite; its threads stay blocked):
+/// no timing is asserted. The caller suspends meanwhile, blocking no cooperative-pool thread.
+package func allReturn(
+  threads: Int, deadline: Duration = .seconds(600), _ body: @escaping @Sendable (Int) -> Void
+) async -> Bool {
+  await onThreadOfItsOwn {
+    let done = DispatchSemaphore(value: 0)
+    for index in 0..<threads {
+      Thread.detachNewThread {
+        body(index)
+        done.signal()
+      }
+    }
+    let end = DispatchTime.now() + .seconds(Int(deadline.components.seconds))
+    for _ in 0..<threads where done.wait(timeout: end) == .timedOut { return false }
+    return true
+  }
+}

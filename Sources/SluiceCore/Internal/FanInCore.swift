@@ -11,10 +11,12 @@
 /// **Ordering**: one thread delivers at a time (its turn); `zip` pairs values in the order each
 /// side sent them. A completion that arrives while another thread delivers waits for that
 /// delivery. **Bounded calls**: a side's value that arrives while another thread's turn is in
-/// progress is left to it, at most ``TurnWaiter/grantsPerTurn`` per turn; past that the side's
-/// thread waits (``TurnWaiter``) and the deliverer hands it the turn before its next delivery
-/// (or dismisses it, its value stored, when nothing more can be delivered). So a call returns
-/// after its own delivery plus at most one turn's grants, however fast another side sends.
+/// progress is left to it while the turn has grants (reserved from the holder's allowance, see
+/// ``DeliveryContext``) and no thread waits; past that the side's thread waits (``TurnWaiter``;
+/// inside a delivery of its own it defers the wait instead of blocking) and the deliverer hands
+/// it the turn before its next delivery (or dismisses it, its value stored, when nothing more
+/// can be delivered). So a call returns after its own delivery plus at most its allowance of
+/// other threads' values, however fast another side sends.
 /// **Completion**: `zip` finishes once a side has finished and everything it sent has been
 /// paired (the other sides are cancelled); `combineLatest` once every side has finished; the
 /// first failure cancels the other sides and fails at once.
@@ -87,7 +89,12 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     /// The thread whose turn it is to deliver (0 while holding or idle).
     @usableFromInline
     var deliverer: UInt = 0
-    /// How many more values other threads may leave to this turn without waiting.
+    /// The turn was handed to `deliverer`, which has not come back for it yet (see
+    /// ``DeliveryTurn/active``): its values wait like anyone's.
+    @usableFromInline
+    var parked = false
+    /// How many more values other threads may leave to this turn without waiting (reserved
+    /// from the holder's allowance).
     @usableFromInline
     var grants = 0
     /// Threads waiting for the turn, with their side, oldest first.
@@ -113,21 +120,54 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
       }
     }
 
-    /// `thread` begins a turn of delivering.
+    /// The thread of `context` begins a turn of delivering (and holds it until it calls
+    /// ``DeliveryContext/exit()`` after draining), its grants reserved from its allowance.
     @inlinable
-    mutating func beginTurn(_ thread: UInt, side: Int?) {
+    mutating func beginTurn(_ context: DeliveryContext, side: Int?) {
+      context.enter()
       delivering = true
       deliveringSide = side
-      deliverer = thread
-      grants = TurnWaiter.grantsPerTurn
+      deliverer = context.identity
+      parked = false
+      grants = context.reserve(TurnWaiter.grantsPerTurn)
     }
 
-    /// The turn ends: the waiters to dismiss after unlocking (their values stay stored).
+    /// The turn passes to `waiter` (whose value, on `side`, is stored): the holder's unused
+    /// grants go back to it; the waiter reserves its own as it takes the turn.
     @inlinable
-    mutating func endTurn() -> [(side: Int, waiter: TurnWaiter)] {
+    mutating func pass(to waiter: TurnWaiter, side: Int, from context: DeliveryContext) {
+      deliveringSide = side
+      deliverer = waiter.thread
+      parked = true
+      context.giveBack(grants)
+      grants = 0
+    }
+
+    /// A waiter handed the turn takes it; `deferred`: its side's `receive` has returned, so
+    /// demand owed to that side is asked of it instead (returned here).
+    @inlinable
+    mutating func resumed(_ context: DeliveryContext, deferred: Bool) -> (
+      Subscribers.Demand, (any Subscription)?
+    ) {
+      context.enter()
+      parked = false
+      grants = context.reserve(TurnWaiter.grantsPerTurn)
+      guard deferred, let side = deliveringSide else { return (.none, nil) }
+      deliveringSide = nil
+      defer { owed = .none }
+      return (owed, sides[side])
+    }
+
+    /// The turn ends (by its holder, the thread of `context`): unused grants go back to it;
+    /// returns the waiters to dismiss after unlocking (their values stay stored).
+    @inlinable
+    mutating func endTurn(_ context: DeliveryContext) -> [(side: Int, waiter: TurnWaiter)] {
       delivering = false
       deliveringSide = nil
       deliverer = 0
+      parked = false
+      context.giveBack(grants)
+      grants = 0
       defer { waiters = [] }
       return waiters
     }
@@ -190,14 +230,14 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     let core = FanInCore(kind, downstream: downstream)
     subscribeAll(core)
     downstream.receive(subscription: core)
-    let thread = currentThreadIdentity()
+    let context = DeliveryContext.current
     let drains = core.state.withLock { state in
       defer { state.holding = false }
-      if state.holding { state.beginTurn(thread, side: nil) }
+      if state.holding { state.beginTurn(context, side: nil) }
       return state.holding
     }
     // Still holding (no request yet): this thread delivers what waited.
-    if drains { _ = core.drain(side: nil) }
+    if drains { _ = core.drainAndLeave(side: nil, context) }
   }
 
   /// Subscribes the core to `upstream` as side `index`; `put` stores one of its values.
@@ -225,19 +265,22 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
   func receive<Input>(_ value: Input, side: Int, put: (inout Slots, Input) -> Void)
     -> Subscribers.Demand
   {
-    let thread = currentThreadIdentity()
+    let context = DeliveryContext.current
     let arrival = state.withLock { state -> Arrival in
       guard !state.terminal, !state.finished[side] else { return .stored }
       put(&state.slots, value)
       state.fresh = true
       guard !state.delivering else {
-        // The hold, this thread's own turn (a value from inside a delivery), or grants left.
-        if state.holding || state.deliverer == thread { return .stored }
-        if state.grants > 0 {
+        // The hold, this thread's own turn (a value from inside a delivery), or grants left
+        // and nobody waiting.
+        if state.holding || (state.deliverer == context.identity && !state.parked) {
+          return .stored
+        }
+        if state.grants > 0, state.waiters.isEmpty {
           state.grants -= 1
           return .stored
         }
-        let waiter = TurnWaiter(thread: thread)
+        let waiter = TurnWaiter(for: context)
         state.waiters.append((side, waiter))
         return .wait(waiter)
       }
@@ -245,18 +288,30 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
         state.fresh = false
         return .stored
       }
-      state.beginTurn(thread, side: side)
+      state.beginTurn(context, side: side)
       return .drain
     }
     switch arrival {
     case .stored:
       return .none
     case .wait(let waiter):
+      guard !context.isInsideDelivery else {
+        // Inside a delivery: never block; come back to it when the outermost turn ends.
+        context.deferTurn(waiter) { [self] in
+          let (owed, sideSubscription) = state.withLock {
+            $0.resumed(context, deferred: true)
+          }
+          if owed > 0 { sideSubscription?.request(owed) }
+          _ = drainAndLeave(side: nil, context)
+        }
+        return .none
+      }
       // Dismissed: nothing more could be delivered; the value stays stored.
       guard waiter.wait() else { return .none }
-      return drain(side: side)
+      _ = state.withLock { $0.resumed(context, deferred: false) }
+      return drainAndLeave(side: side, context)
     case .drain:
-      return drain(side: side)
+      return drainAndLeave(side: side, context)
     }
   }
 
@@ -291,7 +346,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
   @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: name)
-    let thread = currentThreadIdentity()
+    let context = DeliveryContext.current
     let (asking, drains) = state.withLock { state -> ([any Subscription], Bool) in
       if state.holding {
         // The first request: the downstream has its subscription, so the hold ends here (a
@@ -300,7 +355,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
         state.delivering = false
         if state.terminal || state.isDone {
           // What waited during the hold is sent by a drain.
-          state.beginTurn(thread, side: nil)
+          state.beginTurn(context, side: nil)
           return ([], true)
         }
       }
@@ -308,11 +363,11 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
       state.demand += demand
       let asking = state.ask(demand)
       guard !state.delivering, state.kind == .zip, state.canDeliver else { return (asking, false) }
-      state.beginTurn(thread, side: nil)
+      state.beginTurn(context, side: nil)
       return (asking, true)
     }
     for side in asking { side.request(demand) }
-    if drains { _ = drain(side: nil) }
+    if drains { _ = drainAndLeave(side: nil, context) }
   }
 
   @inlinable
@@ -328,15 +383,29 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
 
   // MARK: Delivery
 
+  /// ``drain(side:_:)``, then leaves the turn (``DeliveryContext/exit()``).
+  @inlinable
+  func drainAndLeave(side: Int?, _ context: DeliveryContext) -> Subscribers.Demand {
+    defer { context.exit() }
+    return drain(side: side, context)
+  }
+
   /// Delivers combinations while there is demand; only the thread that set `delivering`.
   /// Returns the demand owed to `side` (the side whose value started this drain).
+  ///
+  /// Waiting threads' values are stored as they arrive, so the combinations after the first
+  /// are theirs (or granted ones'): while a thread waits, each such combination is delivered
+  /// for it — the oldest waiter is dismissed — at the cost of one of the allowance (free for
+  /// this thread's own waiters); once the allowance is spent, the turn passes to the oldest
+  /// waiter, which delivers the next combination itself.
   @inlinable
-  func drain(side: Int?) -> Subscribers.Demand {
+  func drain(side: Int?, _ context: DeliveryContext) -> Subscribers.Demand {
+    var first = true
     while true {
       var dismissed: [(side: Int, waiter: TurnWaiter)] = []
       let step = state.withLock { state -> Step in
         if state.terminal {
-          dismissed = state.endTurn()
+          dismissed = state.endTurn(context)
           guard let failure = state.failure, let downstream = state.downstream else {
             return .stop(owed: .none)
           }
@@ -345,19 +414,24 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
           return .complete(failure, downstream, cancelling: [])
         }
         if state.canDeliver, let downstream = state.downstream {
-          if !state.waiters.isEmpty {
-            // A thread waits for its turn: it delivers the next combination, this call returns.
-            let (side, waiter) = state.waiters.removeFirst()
-            defer { state.owed = .none }
-            let owed = state.owed
-            state.beginTurn(waiter.thread, side: side)
-            return .passed(waiter, owed: owed)
+          if !first, let (side, waiter) = state.waiters.first {
+            state.waiters.removeFirst()
+            if waiter.thread == context.identity || context.spendOne() {
+              dismissed = [(side, waiter)]  // delivered for it: its call returns
+            } else {
+              // The allowance is spent: the waiting thread delivers the next combination,
+              // this call returns.
+              defer { state.owed = .none }
+              let owed = state.owed
+              state.pass(to: waiter, side: side, from: context)
+              return .passed(waiter, owed: owed)
+            }
           }
           state.fresh = false
           if state.demand != .unlimited { state.demand -= 1 }
           return .deliver(state.slots.take(), downstream)
         }
-        dismissed = state.endTurn()
+        dismissed = state.endTurn(context)
         state.fresh = false
         defer { state.owed = .none }
         if state.isDone {
@@ -369,6 +443,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
       for (_, waiter) in dismissed { waiter.dismiss() }
       switch step {
       case .deliver(let value, let downstream):
+        first = false
         let more = downstream.receive(value)
         guard more > 0 else { continue }
         let asking = state.withLock { state -> [any Subscription] in

@@ -9,13 +9,16 @@
 /// **Ordering**: one thread delivers at a time (the turn); values from one inner keep their
 /// order, and values are delivered in the order they arrived.
 /// **Bounded calls** (``DeliveryTurn``): a value that arrives from another thread while a turn
-/// is in progress is buffered for it, at most ``TurnWaiter/grantsPerTurn`` per turn; past that
-/// the inner's thread waits until the turn reaches its value and then delivers it itself (or,
-/// should the deliverer stop for lack of demand first, returns with its value buffered). So a
-/// call (an inner's value, a `request`) returns after its own delivery plus at most one turn's
-/// grants, however fast other inners send, and the buffer holds at most the grants plus one
-/// value per waiting thread (plus one per inner while demand is limited). A value from inside a
-/// delivery (the same thread) is buffered without waiting.
+/// is in progress is buffered for it while the turn has grants (reserved from its holder's
+/// allowance); past that the inner's thread waits until the turn delivers its value for it or
+/// hands it the turn (or, should the deliverer stop for lack of demand first, returns with its
+/// value buffered) — and a thread that is itself inside a delivery defers that wait to the end
+/// of its outermost turn instead of blocking (``DeliveryContext``), so feedback into a merge
+/// never deadlocks. So a call (an inner's value, a `request`) returns after its own delivery
+/// plus at most its allowance of other threads' values, however fast other inners send and
+/// however many engines its values pass through, and the buffer holds at most the grants plus
+/// one value per waiting thread (plus one per inner while demand is limited). A value from
+/// inside a delivery of this merge (the same thread) is buffered without waiting.
 /// **Completion**: finishes when the outer publisher (if any) and every inner have finished and
 /// the buffer is drained; the first failure cancels everything else and fails at once.
 ///
@@ -93,9 +96,9 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     /// The oldest buffered value (with the waiter it is delivered for, if any), or — a
     /// waiter's value next, past the turn's budget — the turn handed to that waiter.
     @inlinable
-    mutating func next() -> Step {
+    mutating func next(_ context: DeliveryContext) -> Step {
       var deliveredFor: TurnWaiter?
-      switch turn.waiterNext() {
+      switch turn.waiterNext(context) {
       case .none: break
       case .deliverFor(let waiter): deliveredFor = waiter
       case .pass(let waiter): return .passed(waiter)
@@ -222,25 +225,42 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
 
   @inlinable
   func receiveInner(_ value: Output, index: Int) -> Subscribers.Demand {
-    let thread = currentThreadIdentity()
+    let context = DeliveryContext.current
     let arrival = state.withLock { state -> DeliveryTurn.Arrival? in
       guard !state.terminal else { return nil }
       state.buffer.append((index, value))
-      return state.turn.arrived(from: thread, mayStart: state.demand > 0)
+      return state.turn.arrived(from: context, mayStart: state.demand > 0)
     }
     switch arrival {
     case nil, .queued:
       return .none
     case .wait(let waiter):
+      guard !context.isInsideDelivery else {
+        // Inside a delivery: never block (feedback would deadlock). The value stays buffered
+        // with its waiter; this thread comes back to it when its outermost turn ends.
+        context.deferTurn(waiter) { [self] in takeGrantedTurn(context) }
+        return .none
+      }
       // Dismissed: the deliverer stopped for lack of demand; the value stays buffered.
       guard waiter.wait() else { return .none }
+      state.withLock { $0.turn.resumed(context) }
     case .deliver:
       break
     }
     // When this call delivers its own value, its "one more" is returned, not requested (and
     // nothing is, once every inner has been asked for `.unlimited`).
-    let deliveredOwn = drain(returningFor: index)
+    let deliveredOwn = drain(returningFor: index, context)
+    context.exit()
     return deliveredOwn && state.withLock({ $0.demand }) != .unlimited ? .max(1) : .none
+  }
+
+  /// A deferred waiter of this thread was handed the turn: it delivers what is buffered from
+  /// its value on (its inner's "one more" is requested, since its `receive` has returned).
+  @usableFromInline
+  func takeGrantedTurn(_ context: DeliveryContext) {
+    state.withLock { $0.turn.resumed(context) }
+    drain(returningFor: nil, context)
+    context.exit()
   }
 
   @inlinable
@@ -266,18 +286,21 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   @inlinable
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: name)
-    let thread = currentThreadIdentity()
+    let context = DeliveryContext.current
     let (drains, everyInner) = state.withLock { state -> (Bool, [any Subscription]) in
       guard !state.terminal else { return (false, []) }
       let wasUnlimited = state.demand == .unlimited
       state.demand += demand
       let everyInner = !wasUnlimited && state.demand == .unlimited ? state.innersInOrder : []
       guard !state.turn.isDelivering, !state.buffer.isEmpty else { return (false, everyInner) }
-      state.turn.begin(thread)
+      state.turn.begin(context)
       return (true, everyInner)
     }
     // As Combine: what waits is delivered first, then every inner may send all it has.
-    if drains { drain(returningFor: nil) }
+    if drains {
+      drain(returningFor: nil, context)
+      context.exit()
+    }
     for inner in everyInner { inner.request(.unlimited) }
   }
 
@@ -304,7 +327,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   /// handing over the turn, when a waiting thread's value comes next.
   @discardableResult
   @inlinable
-  func drain(returningFor own: Int?) -> Bool {
+  func drain(returningFor own: Int?, _ context: DeliveryContext) -> Bool {
     var own = own
     var deliveredOwn = false
     var owedFailure: (Subscribers.Completion<Failure>, Downstream)?
@@ -314,7 +337,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
       var deliveredFor: TurnWaiter?
       let next = state.withLock { state -> (Output, Int, Downstream)?? in
         if !state.terminal, let downstream = state.downstream, state.demand > 0 {
-          switch state.next() {
+          switch state.next(context) {
           case .deliver(let index, let value, let waiter):
             if state.demand != .unlimited { state.demand -= 1 }
             deliveredFor = waiter
@@ -326,7 +349,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
             break
           }
         }
-        dismissed = state.turn.ended()
+        dismissed = state.turn.ended(context)
         if let failure = state.pendingFailure.take(), let downstream = state.downstream.take() {
           owedFailure = (failure, downstream)
         }

@@ -4,11 +4,12 @@
 /// operators.
 ///
 /// A thread that hands in a signal while another is delivering leaves it queued; the delivering
-/// thread delivers it next — at most ``TurnWaiter/grantsPerTurn`` of them per turn; past that
-/// the handing thread waits for the turn to reach its signal and delivers it itself (see
-/// ``DeliveryTurn``). So a call returns after its own signal plus at most one turn's grants of
-/// others', and the queue stays bounded however fast another thread signals. After a
-/// completion, or after ``end()``, nothing more is delivered and the downstream is released.
+/// thread delivers it next — while its turn has grants; past that the handing thread waits for
+/// the turn to deliver its signal for it or hand it the turn (a thread inside a delivery of its
+/// own defers that wait instead of blocking; see ``DeliveryTurn`` and ``DeliveryContext``). So
+/// a call returns after its own signal plus at most its allowance of others', and the queue
+/// stays bounded however fast another thread signals. After a completion, or after ``end()``,
+/// nothing more is delivered and the downstream is released.
 ///
 /// States: `live(downstream)` → `ended`.
 /// | event | live, idle | live, delivering | ended |
@@ -55,15 +56,15 @@ final class SerialDelivery<Downstream: Subscriber>: @unchecked Sendable {
     }
 
     @inlinable
-    mutating func next() -> Step {
-      guard let downstream else { return .stop(turn.ended()) }
+    mutating func next(_ context: DeliveryContext) -> Step {
+      guard let downstream else { return .stop(turn.ended(context)) }
       var deliveredFor: TurnWaiter?
-      switch turn.waiterNext() {
+      switch turn.waiterNext(context) {
       case .none: break
       case .deliverFor(let waiter): deliveredFor = waiter
       case .pass(let waiter): return .passed(waiter)
       }
-      guard let item = queue.popFirst() else { return .stop(turn.ended()) }
+      guard let item = queue.popFirst() else { return .stop(turn.ended(context)) }
       turn.took()
       if case .completion = item {
         self.downstream = nil
@@ -97,24 +98,43 @@ final class SerialDelivery<Downstream: Subscriber>: @unchecked Sendable {
   @discardableResult
   @inlinable
   func send(_ signal: Signal) -> Subscribers.Demand {
-    let thread = currentThreadIdentity()
+    let context = DeliveryContext.current
     let arrival = state.withLock { state -> DeliveryTurn.Arrival? in
       guard state.downstream != nil else { return nil }
       state.queue.append(signal)
-      return state.turn.arrived(from: thread, mayStart: true)
+      return state.turn.arrived(from: context, mayStart: true)
     }
     switch arrival {
     case nil, .queued:
       return .none  // delivered by the turn in progress; nothing is returned for it here
     case .wait(let waiter):
+      guard !context.isInsideDelivery else {
+        // Inside a delivery: never block; come back to it when the outermost turn ends (the
+        // demand for the signal, delivered then, goes to `returned`).
+        context.deferTurn(waiter) { [self] in
+          state.withLock { $0.turn.resumed(context) }
+          _ = deliverQueued(context, ownFirst: false)
+        }
+        return .none
+      }
       guard waiter.wait() else { return .none }  // ended meanwhile
+      state.withLock { $0.turn.resumed(context) }
     case .deliver:
       break
     }
+    return deliverQueued(context, ownFirst: true)
+  }
+
+  /// Delivers the queue as the turn's holder until it is empty or the turn passes to a waiter,
+  /// then leaves the turn. `ownFirst`: the first signal is the caller's, whose demand is
+  /// returned (the rest goes to `returned`).
+  @inlinable
+  func deliverQueued(_ context: DeliveryContext, ownFirst: Bool) -> Subscribers.Demand {
+    defer { context.exit() }
     var own: Subscribers.Demand = .none
-    var first = true
+    var first = ownFirst
     while true {
-      switch state.withLock({ $0.next() }) {
+      switch state.withLock({ $0.next(context) }) {
       case .deliver(.value(let value), let downstream, let deliveredFor):
         deliveredFor?.dismiss()  // its value is delivered here: its call returns
         let more = downstream.receive(value)

@@ -12,7 +12,11 @@ import Synchronization
 /// deliverer's pace (as with a lock) instead of filling an unbounded queue, and the deliverer
 /// returns after its own work plus a bounded batch.
 ///
-/// The wait blocks on a semaphore at once: a waiting sender's value is usually delivered for it
+/// A thread that holds a turn of its own (inside a delivery) never blocks here: it defers the
+/// wait to the end of its outermost turn (see ``DeliveryContext``), so turns that feed each
+/// other cannot deadlock.
+///
+/// The wait blocks on the thread's semaphore at once: a waiting sender's value is usually delivered for it
 /// by the turn in progress (a subject's budget), which can take a few dozen deliveries, and
 /// spinning meanwhile took the cores from the thread delivering (8 senders on 2 cores: half the
 /// throughput, measured). Exactly one of ``grant()`` (the turn is the waiter's: it delivers) and
@@ -29,21 +33,27 @@ final class TurnWaiter: Sendable {
   static var waiting: UInt8 { 0 }
   static var granted: UInt8 { 1 }
   static var dismissed: UInt8 { 2 }
-  let semaphore = DispatchSemaphore(value: 0)
+  /// The waiting thread's semaphore (``DeliveryContext/wakeUp``): signalled once, at the end.
+  let wakeUp: DispatchSemaphore
 
   /// How many values other threads may hand over to one turn of the role without waiting:
   /// the bound on what a deliverer runs for others, beyond its own work, per call.
   @inlinable static var grantsPerTurn: Int { 32 }
 
   // Not inlinable: waiting is the slow path, and the fields stay internal.
+  /// A waiter for the thread whose context `context` is (the calling thread).
   @usableFromInline
-  init(thread: UInt) { self.thread = thread }
+  init(for context: DeliveryContext) {
+    thread = context.identity
+    wakeUp = context.wakeUp
+  }
 
-  /// Blocks until ``grant()`` or ``dismiss()`` has been called; `true` for ``grant()``.
+  /// Blocks until ``grant()`` or ``dismiss()`` has been called; `true` for ``grant()``. Only a
+  /// thread that holds no turn waits (one inside a delivery defers: ``DeliveryContext``).
   @usableFromInline
   @discardableResult
   func wait() -> Bool {
-    semaphore.wait()
+    wakeUp.wait()
     return outcome.load(ordering: .acquiring) == Self.granted
   }
 
@@ -57,11 +67,16 @@ final class TurnWaiter: Sendable {
 
   func end(_ outcome: UInt8) {
     self.outcome.store(outcome, ordering: .releasing)
-    semaphore.signal()
+    wakeUp.signal()
   }
 
-  /// Whether ``grant()`` has been called (for tests).
+  /// Whether ``grant()`` has been called.
+  @usableFromInline
   var isGranted: Bool { outcome.load(ordering: .acquiring) == Self.granted }
+
+  /// Whether ``grant()`` or ``dismiss()`` has been called.
+  @usableFromInline
+  var isResolved: Bool { outcome.load(ordering: .acquiring) != Self.waiting }
 }
 
 extension TurnWaiter: Equatable {

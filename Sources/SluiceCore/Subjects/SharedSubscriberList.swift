@@ -2,47 +2,50 @@ public import Synchronization
 
 /// A subject's ``SubscriberList``, changed under the subject's lock and read by one sender at a
 /// time without the lock and without retaining anything: a `send` takes ``reader`` with one
-/// compare-and-swap and gives it back with a sequentially consistent store, however many
-/// subscribers there are. Because only that sender delivers without a lock, the conduits it
-/// delivers to need none of their own (see ``Conduit``).
+/// compare-and-swap and gives it back with another, however many subscribers there are.
+/// Because only that sender delivers without a lock, the conduits it delivers to need none of
+/// their own (see ``Conduit``).
 ///
-/// **Reading.** ``current`` is the address of the list's slot storage (``SlotArray``). A
-/// sender takes ``reader`` by writing that address into it (compare-and-swap from 0), checks
-/// that it is still current and that nothing handed over waits, notes its thread in
-/// ``readerThread``, calls each subscription in place (noting which in ``position``) and gives
-/// ``reader`` back (``leave()``). The holder of ``reader`` has *the turn*: it alone delivers.
+/// **The turn word.** ``reader`` holds who reads the list — 0 (nobody), the address of the slot
+/// storage a sender reads, ``draining`` or ``writing`` — and, in its lowest bit, ``pending``:
+/// work was handed over to that reader (storage addresses are 16-byte aligned, so the bit is
+/// free). The holder of a nonzero word has *the turn*: it alone delivers.
 ///
-/// **Handing over, bounded.** A send that finds another thread's turn in progress, and a
-/// completion or a cancel's release that must not overlap it, are queued under the lock with
-/// the list as it is then (``Guarded/handedOver``), and ``pending`` is set; the holder runs the
-/// queue, oldest first, before it gives ``reader`` back. Two rules bound that work:
-/// - a turn accepts values from other threads without waiting only while it has grants
-///   (``Guarded/grants``: a turn begun under the lock, by draining or by a pass gets
-///   ``TurnWaiter/grantsPerTurn`` less the values already queued; a turn taken back after a
-///   raced leave is the same call's and gets none). Past that, the sending thread queues a
-///   ``TurnWaiter`` in the value's place and blocks until its turn;
-/// - the waiting sender's value is queued with its waiter. The holder delivers such values for
-///   their senders (and dismisses each waiter: its `send` returns) while the turn's *budget*
-///   lasts (``Guarded/budget``, ``TurnWaiter/grantsPerTurn`` per turn); at the first waiter
-///   past the budget it stops and hands that waiter the turn (``Next/passed``): the waiter
-///   delivers its own value and runs what follows it, with a budget of its own.
+/// **Reading.** ``current`` is the address of the list's slot storage (``SlotArray``). A sender
+/// takes the turn by a compare-and-swap of ``reader`` from 0 (free, nothing pending) to that
+/// address, checks that it is still current, notes its thread in ``readerThread``, calls each
+/// subscription in place (noting which in ``position``) and gives the turn back by a
+/// compare-and-swap from the address to 0 (``leave(held:thread:)``). That one compare-and-swap
+/// fails exactly when work was handed over meanwhile: the holder keeps the turn and runs the
+/// queue (``Leaving/kept``). So work waits only while a turn is held, a free turn always has
+/// an empty queue, and no one can take the turn over work queued for another (the race a
+/// give-back by store and load left open, found by the model).
 ///
-/// So a `send` (or a `cancel()`, or a completion, that finds the turn free and takes it to run
-/// the queue) returns after its own delivery plus at most `2 × grantsPerTurn + 1` values
-/// queued by other threads (and what its own subscribers send from inside their deliveries,
-/// and releases): a thread that never stops sending can no longer keep another thread's call
-/// delivering its values, and the queue holds at most the granted values plus one value per
-/// blocked thread. A racing sender waits at most for the turn in progress to reach its place.
-/// The budget keeps many concurrent senders fast: the turn passes once per budget of waiting
-/// senders' values, not once per value (each pass waits for the next holder to be scheduled,
-/// which on a machine whose cores are busy takes a time slice).
+/// **Handing over, bounded** (``DeliveryContext``). A send that finds another thread's turn in
+/// progress, and a completion or a cancel's release that must not overlap it, are queued under
+/// the lock with the list as it is then (``Guarded/handedOver``), setting ``pending``; the
+/// holder runs the queue, oldest first, before it gives the turn back. A value is queued
+/// without waiting only while the turn offers *grants* (``grants``: reserved from the holder's
+/// call's allowance as the turn begins) and no waiter is queued; otherwise the sending thread
+/// queues a ``TurnWaiter`` in its value's place and waits — or, inside a delivery of its own,
+/// defers the wait to the end of its outermost turn. The holder delivers a waiting sender's
+/// value for it (dismissing the waiter: its `send` returns) while its call's allowance lasts;
+/// past that it hands that waiter the turn (``Next/passed``): the waiter delivers its value
+/// itself and runs what follows, on an allowance of its own.
 ///
-/// **Proved, not only tested.** `Models/SubjectTurn.pml` models these steps (claim, leave,
-/// hand-off, raced re-claim, waiter hand-over) for spin, which checks every interleaving of
-/// 2–4 senders (CI: `Models/check`): every value delivered exactly once, each sender's in
-/// order; every call returns (no waiter left without its turn or its delivery, nothing
-/// stranded); one call runs at most `2 × grantsPerTurn + 1` values of other threads; nothing
-/// left queued, pending or held.
+/// While a waiter is queued nothing is queued without one — no grant, and not even a send from
+/// inside the holder's own delivery (it waits, deferred, like anyone's) — so everything behind a
+/// waiter can be handed on and a turn handed to a waiter inherits nothing it must deliver. So
+/// one call delivers at most ``DeliveryContext/allowancePerCall`` values of other threads in
+/// all the turns it holds (grants it offered and values it delivered for waiting threads come
+/// from that one allowance); a thread that never stops sending feels the deliverer's pace
+/// instead of filling an unbounded queue; the queue holds at most the granted values plus one
+/// value per waiting thread. The allowance keeps many concurrent senders fast: the turn passes
+/// once per allowance of waiting senders' values, not once per value.
+///
+/// **Proved, not only tested.** `Models/SubjectTurn.pml` models these steps for spin, with the
+/// completion, a cancel's release and a re-entrant send (see `Models/README.md` for what it
+/// covers and what it leaves out).
 ///
 /// **Order.** The queue is the order in which sends were serialised (under the lock, or by
 /// taking ``reader``): every subscriber receives the values in that one order, each thread's in
@@ -52,28 +55,19 @@ public import Synchronization
 /// subscriber having received that value last. A completion from inside a delivery is queued
 /// the same way.
 ///
-/// | ``claim(by:)`` finds ``reader`` | the sender |
+/// | a sender finds ``reader`` | it |
 /// |---|---|
-/// | 0, nothing pending | takes it and reads in place (``Claim/claimed(_:)``) |
-/// | 0, work pending | takes it; queues its value behind the work and runs the queue (``Claim/claimedBehind(_:)``) |
-/// | taken by this thread | queues its value for this turn (``Claim/queued``) |
-/// | taken by another thread | under the lock: queues its value (``Claim/busy``) or, with no grants left, a waiter (``Claim/wait(_:)``) |
-///
-/// **Why it is safe to leave without a lock.** Handing over is a Dekker pair: the holder stores
-/// 0 to ``reader`` then loads ``handOver``; the handing thread sets ``pending`` then loads
-/// ``reader`` (all sequentially consistent), so at least one sees the other. A holder that
-/// sees ``pending`` before giving ``reader`` back keeps it and runs the queue (``Leaving/kept``);
-/// one that sees it only after (``Leaving/raced``) takes ``reader`` again under the lock (as
-/// ``draining``) if it is still free; a thread that queues work and then finds ``reader`` free
-/// takes it and runs the queue itself. Work waits only while ``pending`` is set (set with each
-/// hand-off, cleared under the lock when the queue is empty), so nothing is left behind.
+/// | 0 | takes it and reads in place (``Claim/claimed(_:)``) |
+/// | held by this thread, delivering | queues its value behind the one being delivered (``Claim/busy``) — or, while a waiter is queued, a waiter of its own (deferred) |
+/// | held by another thread | under the lock: queues its value on a grant (``Claim/busy``) or a waiter (``Claim/wait(_:)``) |
+/// | 0 again by the time it locks | takes it to run its own value (``Claim/draining``) |
 ///
 /// **Writing** (attach, detach, completion; under the subject's lock, through
 /// ``update(_:_:)``): if no sender reads, the writer takes ``reader`` itself (``writing``, so
 /// none can start), changes the list in place and publishes its storage's address; otherwise
 /// it keeps the current storage alive and unchanged (*retired*: one more reference, so the
 /// change goes to a copy) and publishes the copy. A completion made while another thread's
-/// sender reads, or while handed-over work waits, is handed over too, after that work.
+/// sender reads is handed over too, after the work queued before it.
 ///
 /// **Cancelling while a sender reads.** The sender does not mark the conduit it delivers to, so
 /// a `cancel()` on another thread cannot tell whether a value is being delivered to its
@@ -88,15 +82,26 @@ public import Synchronization
 /// reference to its storage), so it stays alive until they are delivered.
 ///
 /// **Why reading in place is safe.** Sender: compare-and-swap of ``reader``, then load of
-/// ``current`` (and of each conduit's fast-path word); writer that finds a sender: exchange of
+/// ``current`` (and of each conduit's fast-path word); writer that finds a sender: store of
 /// ``current``, then load of ``reader``; a cancel: store of the conduit's word, then load of
 /// ``reader``; all sequentially consistent. So either the writer (or the cancel) sees the
 /// sender and keeps its storage (or hands the release over), or the sender sees the new
 /// address (or the cancelled conduit's word) and falls back. A storage is changed in place only
-/// while the writer holds ``reader``. ``readerThread`` and ``position`` are read by other
-/// threads only to learn that they are not the sender: a thread sees its own last writes to
-/// them, and no other thread writes its identity (a turn handed to a waiter is written by the
-/// granting thread before ``TurnWaiter/grant()``, which orders it before the waiter runs).
+/// while the writer holds ``reader``.
+///
+/// **Relaxed accesses, and why they suffice.** ``readerThread`` and ``position`` are written
+/// only by the holder (or, for a pass, by the holder handing over, before
+/// ``TurnWaiter/grant()``, whose release/acquire pair orders it before the waiter runs) and read
+/// by other threads only to learn that they are not the sender: a thread always sees its own
+/// last writes, and no other thread writes its identity. ``grants`` is stored by the holder
+/// after it took ``reader`` and before it publishes ``readerThread`` (release); a hand-off takes
+/// one only under the lock, after its read-modify-write of ``reader`` found that holder (which
+/// synchronizes with the holder's claim, so it sees 0 or that holder's identity, never an
+/// earlier one) and only if it then reads the identity (acquire), so it reads that turn's
+/// grants; and since it set ``pending`` first, the holder's give-back fails and the holder
+/// delivers what it granted. The count only bounds how much; the turn word alone decides who
+/// delivers. ``current`` is loaded relaxed only under the lock, where writers (which hold the
+/// lock) are excluded.
 @usableFromInline
 struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Sendable {
   // Safety: the list is in ``Guarded``, inside the subject's lock; what senders read without
@@ -116,14 +121,9 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     /// capacity).
     @usableFromInline var handedOver: [HandedOver] = []
     @usableFromInline var handedOverHead = 0
-    /// How many more values other threads may hand to this turn without waiting.
-    @usableFromInline var grants = TurnWaiter.grantsPerTurn
-    /// How many more waiting senders' values this turn delivers for them before it passes the
-    /// turn to the next waiting sender.
-    @usableFromInline var budget = TurnWaiter.grantsPerTurn
-    /// How many values the queue holds (waiters not counted): a new turn's grants are what is
-    /// left of ``TurnWaiter/grantsPerTurn`` after them.
-    @usableFromInline var valuesQueued = 0
+    /// How many waiters the queue holds: while any does, no grants are taken (the items behind
+    /// a waiter are waiters' own, so a turn handed to one inherits no granted value).
+    @usableFromInline var waitersQueued = 0
 
     @inlinable init() {}
 
@@ -141,8 +141,9 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     /// subscriber now (``AnyConduit/releaseAfterSenders()``).
     case release(Entry)
     /// A value whose sender waits (``TurnWaiter``): the turn delivers it for the sender while
-    /// the turn's ``Guarded/budget`` lasts (then dismisses the waiter: its `send` returns);
-    /// past that, the turn passes to the sender, which delivers it itself.
+    /// its holder's call has allowance left (``DeliveryContext/spendOne()``; then dismisses the
+    /// waiter: its `send` returns); past that, the turn passes to the sender, which delivers it
+    /// itself.
     case waiter(TurnWaiter, Output, SlotArray<Entry>)
     /// A conduit's drain that ran long on another thread (a request, a replay), continued by
     /// the turn so that no sender adds to the conduit's queue meanwhile
@@ -157,7 +158,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     case run(HandedOver)
     /// The turn is this waiter's now: grant it (after unlocking) and return at once.
     case passed(TurnWaiter)
-    /// Nothing waits: ``leave()``.
+    /// Nothing waits: leave (``leave(held:thread:)``).
     case done
   }
 
@@ -179,14 +180,11 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   enum Claim: Equatable {
     /// Nobody is attached: nothing to read, nothing claimed.
     case nobody
-    /// ``reader`` is this sender's: read the storage at this address, then ``leave()``.
+    /// ``reader`` is this sender's: read the storage at this address, then leave.
     case claimed(UInt)
-    /// ``reader`` is this sender's, but handed-over work waits: queue the value behind it
-    /// (``queueBehind(_:_:)``), then ``leave()``, which runs the queue.
-    case claimedBehind(UInt)
-    /// ``reader`` is this sender's, but the list changed meanwhile: read nothing, ``leave()``
-    /// and try again under the lock.
-    case stale
+    /// ``reader`` is this sender's (held as this address), but the list changed meanwhile:
+    /// read nothing, leave and try again under the lock.
+    case stale(UInt)
     /// The work is for the caller to do now: nobody else holds the turn (a completion, a
     /// release), or — a release — this thread holds it.
     case nested
@@ -194,38 +192,43 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     /// a send from inside a delivery).
     case busy
     /// The work is queued, and ``reader`` is this thread's (as ``draining``): run the queue
-    /// (``leave()`` does).
+    /// (leaving does).
     case draining
-    /// No grants were left: this thread waits for its turn (``TurnWaiter/wait()``), then
-    /// delivers its value itself and ``leave()``s.
+    /// No grants were left: this thread waits for its turn (``TurnWaiter/wait()``, or defers
+    /// the wait inside a delivery), then delivers its value itself and leaves.
     case wait(TurnWaiter)
   }
 
   /// The address of the list's slot storage; 0 while it has none.
   @usableFromInline let current = Atomic<UInt>(0)
-  /// 0, the address of the storage a sender is reading, ``draining`` or ``writing``.
+  /// The turn word: the reader (0, a storage address, ``draining`` or ``writing``) with the
+  /// ``pending`` bit.
   @usableFromInline let reader = Atomic<UInt>(0)
+  /// How many more values other threads may hand to the turn in progress without waiting
+  /// (see the type's documentation: relaxed accesses).
+  @usableFromInline let grants = Atomic<Int>(0)
   /// The thread of the sender holding ``reader`` (``currentThreadIdentity()``), 0 if none.
   @usableFromInline let readerThread = Atomic<UInt>(0)
   /// The conduit that sender is delivering to (its address), 0 between conduits.
   @usableFromInline let position = Atomic<UInt>(0)
-  /// ``pending`` while ``Guarded/handedOver`` holds work.
-  @usableFromInline let handOver = Atomic<UInt>(0)
 
-  /// ``reader`` while a writer changes the list in place.
-  @inlinable static var writing: UInt { 1 }
-  /// ``reader`` while a sender runs handed-over work (storage addresses are aligned, so no
-  /// storage is at 1 or 2).
-  @inlinable static var draining: UInt { 2 }
-  /// In ``handOver``: work waits in ``Guarded/handedOver``.
-  @inlinable static var pending: UInt { 2 }
+  /// In ``reader``: work waits in ``Guarded/handedOver`` for the holder.
+  @inlinable static var pending: UInt { 1 }
+  /// ``reader``'s holder while a writer changes the list in place (no storage is at 16).
+  @inlinable static var writing: UInt { 0x10 }
+  /// ``reader``'s holder while a sender runs handed-over work, or a waiter was handed the turn
+  /// (no storage is at 32).
+  @inlinable static var draining: UInt { 0x20 }
 
   @inlinable init() {}
+
+  /// The holder part of a turn word.
+  @inlinable static func holder(_ word: UInt) -> UInt { word & ~pending }
 
   // MARK: Sending
 
   /// Tries to take ``reader`` for the current storage, for the sender on thread `thread`,
-  /// without the lock.
+  /// without the lock: one compare-and-swap from 0 (free, nothing pending).
   @inlinable @inline(__always)
   func claim(by thread: UInt) -> Claim {
     let address = current.load(ordering: .acquiring)
@@ -235,103 +238,124 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     ).exchanged
     // Taken: decided under the lock (this thread's own turn, or another's).
     guard exchanged else { return .busy }
-    readerThread.store(thread, ordering: .relaxed)
+    // (``readerThread`` is published by ``beginTurn(_:)``, after the grants.)
     // A writer changed the list between the load and the claim: its storage may be gone.
-    guard current.load(ordering: .sequentiallyConsistent) == address else { return .stale }
-    // Handed-over work waits: it goes first.
-    guard handOver.load(ordering: .sequentiallyConsistent) & Self.pending == 0 else {
-      return .claimedBehind(address)
+    guard current.load(ordering: .sequentiallyConsistent) == address else {
+      return .stale(address)
     }
     return .claimed(address)
   }
 
+  /// The thread of `context`, having taken ``reader`` (without the lock, under it, or to run
+  /// the work it queued on a free turn), begins a turn and holds it until it calls
+  /// ``DeliveryContext/exit()``: it offers ``TurnWaiter/grantsPerTurn`` grants reserved from its
+  /// allowance. (Nothing else is queued then — work waits only while a turn is held — so the
+  /// turn inherits nothing it must deliver.) A waiter handed the turn does the same as it takes
+  /// it: only waiters are queued behind it then, so it inherits nothing it must deliver either.
+  @inlinable @inline(__always)
+  func beginTurn(_ context: DeliveryContext) {
+    context.enter()
+    grants.store(context.reserve(TurnWaiter.grantsPerTurn), ordering: .relaxed)
+    // After the grants, with release: a hand-off that reads this identity reads this turn's
+    // grants (``takeGrant()``).
+    readerThread.store(context.identity, ordering: .releasing)
+  }
+
+  /// Under the lock, by a thread handing a value over, after setting ``pending`` found a
+  /// holder: takes one of the turn's grants — only once the holder has published its
+  /// identity (its grants before it), so never a grant left over from an earlier turn.
+  @inlinable
+  func takeGrant() -> Bool {
+    guard readerThread.load(ordering: .acquiring) != 0 else { return false }
+    var available = grants.load(ordering: .relaxed)
+    while available > 0 {
+      let (exchanged, original) = grants.compareExchange(
+        expected: available, desired: available - 1, ordering: .relaxed)
+      if exchanged { return true }
+      available = original
+    }
+    return false
+  }
+
+  /// Under the lock, by the holder of ``reader``: withdraws the grants its turn still offers
+  /// and gives them back to its allowance (hand-offs take grants only under the lock, so none
+  /// is taken meanwhile).
+  @inlinable
+  func withdrawGrants(_ context: DeliveryContext) {
+    context.giveBack(grants.load(ordering: .relaxed))
+    grants.store(0, ordering: .relaxed)
+  }
+
   /// Under the subject's lock (writers hold it, so the storage stays current): takes
-  /// ``reader`` if it is free and nothing handed over waits (``Claim/claimed(_:)``); else
-  /// queues `work()` (made with the list as it is now) for the turn in progress — this
-  /// thread's own (a send from inside a delivery), or another thread's (``handOff(_:_:by:)``,
-  /// which may make this thread wait).
+  /// ``reader`` if it is free (``Claim/claimed(_:)``); else queues `work()` (made with the list
+  /// as it is now) for the turn in progress — this thread's own, if it is delivering (a send
+  /// from inside a delivery), or another thread's (``handOff(_:_:by:needsGrant:)``, which may
+  /// make this thread wait).
   @inlinable
   func claimOrHandOff(
-    by thread: UInt, _ guarded: inout Guarded, _ work: (SlotArray<Entry>) -> HandedOver
+    by context: DeliveryContext, _ guarded: inout Guarded,
+    _ work: (SlotArray<Entry>) -> HandedOver
   ) -> Claim {
+    let thread = context.identity
     let address = current.load(ordering: .relaxed)
     guard address != 0 else { return .nobody }
-    let holder = reader.load(ordering: .sequentiallyConsistent)
-    if holder == 0, guarded.isIdle,
-      reader.compareExchange(expected: 0, desired: address, ordering: .sequentiallyConsistent)
-        .exchanged
-    {
-      readerThread.store(thread, ordering: .relaxed)
-      beginTurn(&guarded)
+    let (exchanged, word) = reader.compareExchange(
+      expected: 0, desired: address, ordering: .sequentiallyConsistent)
+    if exchanged {
+      beginTurn(context)
       return .claimed(address)
     }
-    if holder != 0, isThisThreads(holder, thread) {
+    // From inside this thread's own delivery: queued behind it — unless a waiter is queued,
+    // then as a waiter (deferred) like anyone's, so that nothing the holder could not hand on
+    // is ever queued behind a waiter for the next holder to inherit.
+    if guarded.waitersQueued == 0, isThisThreads(Self.holder(word), thread) {
       queueBehind(work(guarded.list.slots), &guarded)
       return .busy
     }
-    return handOff(work(guarded.list.slots), &guarded, by: thread, needsGrant: true)
+    return handOff(work(guarded.list.slots), &guarded, by: context, needsGrant: true)
   }
 
   /// Under the lock, by the holder of ``reader``: queues `work` for this turn (after what
-  /// waits), and sets ``pending`` so that ``leave()`` runs it.
+  /// waits), and sets ``pending`` so that it runs before the turn is given back.
   @inlinable
   func queueBehind(_ work: HandedOver, _ guarded: inout Guarded) {
-    if case .value = work { guarded.valuesQueued += 1 }
     guarded.handedOver.append(work)
-    handOver.store(Self.pending, ordering: .relaxed)
+    _ = reader.bitwiseOr(Self.pending, ordering: .sequentiallyConsistent)
   }
 
-  /// Under the lock: queues `work` for the holder of ``reader`` — a value (`needsGrant`) only
-  /// while this turn has grants left, else a ``TurnWaiter`` in its place (``Claim/wait(_:)``);
-  /// if nobody holds ``reader`` (any more), takes it to run the queue (``Claim/draining``).
-  /// Otherwise ``Claim/busy``: the holder sees ``pending`` as it leaves.
+  /// Under the lock: sets ``pending`` and, if nobody holds ``reader`` (so nothing waits),
+  /// takes it to run `work` (``Claim/draining``); otherwise queues `work` for the holder — a
+  /// value (`needsGrant`) only while the turn has grants left and no waiter is queued, else a
+  /// ``TurnWaiter`` in its place (``Claim/wait(_:)``) — and the holder's give-back fails on
+  /// ``pending``, so it runs the work (``Claim/busy``).
   @inlinable
-  func handOff(_ work: HandedOver, _ guarded: inout Guarded, by thread: UInt, needsGrant: Bool)
-    -> Claim
-  {
-    let waiter: TurnWaiter?
-    if needsGrant, guarded.grants == 0, case .value(let value, let list) = work {
-      waiter = TurnWaiter(thread: thread)
-      guarded.handedOver.append(.waiter(waiter.unsafelyUnwrapped, value, list))
-    } else {
-      if needsGrant { guarded.grants -= 1 }
-      if case .value = work { guarded.valuesQueued += 1 }
+  func handOff(
+    _ work: HandedOver, _ guarded: inout Guarded, by context: DeliveryContext, needsGrant: Bool
+  ) -> Claim {
+    let word = reader.bitwiseOr(Self.pending, ordering: .sequentiallyConsistent).oldValue
+    if Self.holder(word) == 0 {
+      // Free: nothing is queued (work waits only while a turn is held) and, with `pending`
+      // set, no sender can take it; this thread runs its work.
+      reader.store(Self.draining | Self.pending, ordering: .sequentiallyConsistent)
       guarded.handedOver.append(work)
-      waiter = nil
+      beginTurn(context)
+      return .draining
     }
-    _ = handOver.bitwiseOr(Self.pending, ordering: .sequentiallyConsistent)
-    guard reader.load(ordering: .sequentiallyConsistent) == 0,
-      reader.compareExchange(expected: 0, desired: Self.draining, ordering: .sequentiallyConsistent)
-        .exchanged
-    else {
-      // A sender holds it (or took it after `pending` was set): it sees the work.
-      if let waiter { return .wait(waiter) }
-      return .busy
+    if needsGrant, case .value(let value, let list) = work,
+      guarded.waitersQueued > 0 || !takeGrant()
+    {
+      let waiter = TurnWaiter(for: context)
+      guarded.handedOver.append(.waiter(waiter, value, list))
+      guarded.waitersQueued += 1
+      return .wait(waiter)
     }
-    readerThread.store(thread, ordering: .relaxed)
-    beginTurn(&guarded)
-    // This thread runs the queue now: its value needs no waiter.
-    if waiter != nil {
-      guarded.handedOver[guarded.handedOver.count - 1] = work
-      guarded.valuesQueued += 1
-    }
-    return .draining
-  }
-
-  /// Under the lock: a turn begins (``reader`` taken under the lock or to drain, or handed to a
-  /// waiter): its grants are what ``TurnWaiter/grantsPerTurn`` leaves after the values already
-  /// queued, so that a call runs at most that many values of others (plus one: see the model,
-  /// `Models/SubjectTurn.pml`). A sender that takes ``reader`` without the lock and one that
-  /// takes it back after a raced leave (``claimToDrain(_:by:)``, the same call) begin none.
-  @inlinable
-  func beginTurn(_ guarded: inout Guarded) {
-    guarded.grants = max(0, TurnWaiter.grantsPerTurn - guarded.valuesQueued)
-    guarded.budget = TurnWaiter.grantsPerTurn
+    guarded.handedOver.append(work)
+    return .busy
   }
 
   @inlinable
   func isThisThreads(_ holder: UInt, _ thread: UInt) -> Bool {
-    holder != Self.writing && readerThread.load(ordering: .relaxed) == thread
+    holder != 0 && holder != Self.writing && readerThread.load(ordering: .relaxed) == thread
   }
 
   /// Calls `body` with each subscription of the storage at `address` (a claimed one, or one a
@@ -347,67 +371,61 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     position.store(0, ordering: .relaxed)
   }
 
-  /// What ``leave()`` did.
+  /// What ``leave(held:thread:)`` did.
   @usableFromInline
   enum Leaving {
     /// ``reader`` is given back; nothing waits.
     case left
-    /// Work was handed over: ``reader`` is kept, run the work (``nextHandedOver(_:)``) and
+    /// Work was handed over: ``reader`` is kept; run the work (``nextHandedOver(_:_:)``) and
     /// try again.
     case kept
-    /// ``reader`` is given back, but work was handed over meanwhile: ``claimToDrain(_:by:)``.
-    case raced
   }
 
-  /// Gives back ``reader``, unless handed-over work waits (a sequentially consistent store,
-  /// then a sequentially consistent load of ``handOver``: see the type's documentation).
+  /// Gives back ``reader`` — held as `held` (the storage address claimed, or ``draining``) —
+  /// unless work was handed over (``pending``): one compare-and-swap, which fails exactly then.
+  /// The grants are left as they are: a kept turn goes on offering them, and the next holder
+  /// publishes its own before its identity (``takeGrant()``).
   @inlinable @inline(__always)
-  func leave() -> Leaving {
-    if handOver.load(ordering: .relaxed) & Self.pending != 0 { return .kept }
-    readerThread.store(0, ordering: .relaxed)
-    reader.store(0, ordering: .sequentiallyConsistent)
-    return handOver.load(ordering: .sequentiallyConsistent) & Self.pending == 0 ? .left : .raced
-  }
-
-  /// Under the lock, after ``leave()`` returned ``Leaving/raced``: takes ``reader`` (as
-  /// ``draining``) if work still waits and no sender holds it. `false`: nothing waits, or the
-  /// sender holding ``reader`` runs it as it leaves.
-  @inlinable
-  func claimToDrain(_ guarded: inout Guarded, by thread: UInt) -> Bool {
-    guard !guarded.isIdle,
-      reader.compareExchange(expected: 0, desired: Self.draining, ordering: .sequentiallyConsistent)
-        .exchanged
-    else { return false }
+  func leave(held: UInt, thread: UInt) -> Leaving {
+    readerThread.store(0, ordering: .relaxed)  // published by the release below
+    if reader.compareExchange(expected: held, desired: 0, ordering: .sequentiallyConsistent)
+      .exchanged
+    {
+      return .left
+    }
     readerThread.store(thread, ordering: .relaxed)
-    return true  // the same call's turn goes on: no new grants
+    return .kept
   }
 
-  /// Under the lock, by the holder of ``reader``: the oldest work queued; the turn handed to
-  /// the oldest waiter if that comes first (``reader`` stays taken, as ``draining``, for it);
-  /// or ``Next/done`` when the queue is empty (``pending`` is then cleared, and the holder
-  /// leaves).
+  /// Under the lock, by the holder of ``reader`` (the thread of `context`): the oldest work
+  /// queued; the turn handed to the oldest waiter if that comes first and the holder's call has
+  /// no allowance left for it (``reader`` stays taken, as ``draining``, for the waiter); or
+  /// ``Next/done`` when the queue is empty (``pending`` is then cleared, the unused grants go
+  /// back, and the holder leaves).
   @inlinable
-  func nextHandedOver(_ guarded: inout Guarded) -> Next {
+  func nextHandedOver(_ guarded: inout Guarded, _ context: DeliveryContext) -> Next {
     guard !guarded.isIdle else {
-      handOver.store(0, ordering: .relaxed)  // nothing waits now
+      _ = reader.bitwiseAnd(~Self.pending, ordering: .sequentiallyConsistent)
+      withdrawGrants(context)  // the turn ends: later hand-offs wait, or find it free
       return .done
     }
     let work = guarded.handedOver[guarded.handedOverHead]
     guarded.handedOverHead += 1
-    if case .value = work { guarded.valuesQueued -= 1 }
     if guarded.isIdle {
       guarded.handedOver.removeAll(keepingCapacity: true)
       guarded.handedOverHead = 0
     }
     guard case .waiter(let waiter, _, _) = work else { return .run(work) }
-    if guarded.budget > 0 {
-      guarded.budget -= 1
+    guarded.waitersQueued -= 1
+    if waiter.thread == context.identity || context.spendOne() {
       return .run(work)  // delivered for the waiting sender, which is then dismissed
     }
     position.store(0, ordering: .relaxed)
-    reader.store(Self.draining, ordering: .relaxed)
+    withdrawGrants(context)
+    // Under the lock, only the holder changes the word's holder part: keep `pending`.
+    let word = reader.load(ordering: .relaxed)
+    reader.store(Self.draining | (word & Self.pending), ordering: .sequentiallyConsistent)
     readerThread.store(waiter.thread, ordering: .relaxed)
-    beginTurn(&guarded)
     return .passed(waiter)
   }
 
@@ -424,7 +442,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   /// whether a sender of another thread may be delivering to it now.
   @inlinable
   func foreignSenderMayBeDelivering() -> Bool {
-    let holder = reader.load(ordering: .sequentiallyConsistent)
+    let holder = Self.holder(reader.load(ordering: .sequentiallyConsistent))
     return holder != 0 && holder != Self.writing
       && readerThread.load(ordering: .relaxed) != currentThreadIdentity()
   }
@@ -450,7 +468,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     if let storage = guarded.list.slots.storage { guarded.retired.append(storage) }
     let result = body(&guarded.list)
     current.store(guarded.list.slots.storageAddress, ordering: .sequentiallyConsistent)
-    let read = reader.load(ordering: .sequentiallyConsistent)
+    let read = reader.load(ordering: .sequentiallyConsistent) & ~Self.pending
     guarded.retired.removeAll { storage in
       guard UInt(bitPattern: Unmanaged.passUnretained(storage).toOpaque()) != read else {
         return false
@@ -466,33 +484,33 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   /// the turn to run it (``Claim/draining``). Never ``Claim/nested``: the work must run while no
   /// sender can offer.
   @inlinable
-  func handOffToTurn(_ work: HandedOver, _ guarded: inout Guarded, by thread: UInt) -> Claim {
-    let holder = reader.load(ordering: .sequentiallyConsistent)
-    if holder != 0, isThisThreads(holder, thread) {
+  func handOffToTurn(_ work: HandedOver, _ guarded: inout Guarded, by context: DeliveryContext)
+    -> Claim
+  {
+    let holder = Self.holder(reader.load(ordering: .sequentiallyConsistent))
+    if isThisThreads(holder, context.identity) {
       queueBehind(work, &guarded)
       return .busy
     }
-    return handOff(work, &guarded, by: thread, needsGrant: false)
+    return handOff(work, &guarded, by: context, needsGrant: false)
   }
 
   /// Under the lock, after an ``update(_:_:)``: hands `work` (a completion or a release) to
-  /// the turn in progress, or — `inOrder`: it goes after work queued before it — to whoever
-  /// runs the work that waits. ``Claim/nested``: nobody else holds the turn and nothing must
-  /// go first (or, for a release, this thread holds it); the caller does the work itself now.
-  /// A completion from inside a delivery (this thread holds the turn) is queued behind the
-  /// value being delivered (``Claim/busy``).
+  /// the turn in progress. ``Claim/nested``: nobody holds the turn (so nothing waits), or — a
+  /// release (not `inOrder`) — this thread holds it; the caller does the work itself now. A
+  /// completion from inside a delivery (this thread holds the turn) is queued behind the value
+  /// being delivered (``Claim/busy``).
   @inlinable
   func handOffToReader(
-    _ work: HandedOver, inOrder: Bool, _ guarded: inout Guarded, by thread: UInt
+    _ work: HandedOver, inOrder: Bool, _ guarded: inout Guarded, by context: DeliveryContext
   ) -> Claim {
-    let holder = reader.load(ordering: .sequentiallyConsistent)
-    if holder == 0 {
-      if !inOrder || guarded.isIdle { return .nested }
-    } else if isThisThreads(holder, thread) {
+    let holder = Self.holder(reader.load(ordering: .sequentiallyConsistent))
+    if holder == 0 { return .nested }
+    if isThisThreads(holder, context.identity) {
       guard inOrder else { return .nested }
       queueBehind(work, &guarded)
       return .busy
     }
-    return handOff(work, &guarded, by: thread, needsGrant: false)
+    return handOff(work, &guarded, by: context, needsGrant: false)
   }
 }

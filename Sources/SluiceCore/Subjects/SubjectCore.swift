@@ -7,13 +7,15 @@ import Synchronization
 /// **Ordering**: a `send` reaches every subscriber that is attached when it starts, in attachment
 /// order; each subscriber receives values serially (see ``Conduit``). One thread at a time
 /// delivers (the turn, see ``SharedSubscriberList``): a send (or completion) racing another
-/// thread's turn is handed to it, up to ``TurnWaiter/grantsPerTurn`` values per turn, and past
-/// that waits until the turn delivers its value for it (up to as many again per turn) or hands
-/// it the turn; a send from inside a delivery is queued behind the value being delivered. Every
-/// subscriber receives the values in one order, the order the sends were serialised in, each
-/// thread's in the order sent; nothing demanded is lost and nothing
-/// duplicated. **Bounded calls**: a `send`, `send(completion:)` or `cancel()` returns after its
-/// own work plus at most `2 × grantsPerTurn + 1` values handed over by others.
+/// thread's turn is handed to it while the turn has grants (reserved from its holder's
+/// allowance, see ``DeliveryContext``), and past that waits until the turn delivers its value
+/// for it or hands it the turn — or, made from inside a delivery, defers that wait to the end of
+/// its outermost call; a send from inside a delivery of this subject is queued behind the value
+/// being delivered. Every subscriber receives the values in one order, the order the sends were
+/// serialised in, each thread's in the order sent; nothing demanded is lost and nothing
+/// duplicated. **Bounded calls**: a `send`, `send(completion:)` or `cancel()` made outside any
+/// delivery returns after its own work plus at most ``DeliveryContext/allowancePerCall`` values
+/// handed over by others, however many engines its values pass through.
 /// **Completion**: delivered once to each attached subscriber and replayed to later
 /// ones (after `Subscriptions.empty`); values after completion are ignored.
 /// **Cost**: attaching and detaching a subscriber take constant amortised time, however many
@@ -124,53 +126,67 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// from inside a delivery is queued behind the value being delivered.
   @inlinable
   func send(_ value: Output, storingAfterCompletion: Bool = false) {
-    let thread = currentThreadIdentity()
+    let context = DeliveryContext.current
     if !replaysCurrentValue {
       // (Pattern matching, not `==`: the derived `==` of `Claim` is a call.)
-      switch subscribers.claim(by: thread) {
+      switch subscribers.claim(by: context.identity) {
       case .nobody:
         return
       case .claimed(let address):
+        subscribers.beginTurn(context)
         subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(value) }
-        leave(thread: thread)
+        leave(context, held: address)
         return
-      case .claimedBehind:
-        // Work handed over before this send goes first: the value is queued behind it.
-        state.withLock {
-          subscribers.queueBehind(.value(value, $0.subscribers.list.slots), &$0.subscribers)
-        }
-        leave(thread: thread)
-        return
-      case .stale:
-        leave(thread: thread)
+      case .stale(let address):
+        subscribers.beginTurn(context)
+        leave(context, held: address)
       case .busy, .nested, .draining, .wait:
         break
       }
     }
-    sendLocked(value, by: thread, storing: storingAfterCompletion)
+    sendLocked(value, by: context, storing: storingAfterCompletion)
   }
 
   /// `send` through the lock: another thread's sender holds the list (the value is handed
-  /// over, or this thread waits for its turn), this thread's does (the value is queued), or the
-  /// subject has a current value to store.
+  /// over, or this thread waits for its turn — or, inside a delivery, defers that wait), this
+  /// thread's does (the value is queued), or the subject has a current value to store.
   @inlinable
-  func sendLocked(_ value: Output, by thread: UInt, storing storingAfterCompletion: Bool) {
-    let (claim, conduits) = claimOrHandOff(value, by: thread, storing: storingAfterCompletion)
+  func sendLocked(
+    _ value: Output, by context: DeliveryContext, storing storingAfterCompletion: Bool
+  ) {
+    let (claim, conduits) = claimOrHandOff(value, by: context, storing: storingAfterCompletion)
     switch claim {
-    case .nobody, .busy, .stale, .claimedBehind, .nested:
+    case .nobody, .busy, .stale, .nested:
       return  // nobody to send to, or queued
     case .claimed(let address):
       subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(value) }
-      leave(thread: thread)
+      leave(context, held: address)
     case .draining:
-      leave(thread: thread)  // runs the queue, this value included
+      leave(context, held: SharedSubscriberList<Output, Failure>.draining)  // runs the queue
     case .wait(let waiter):
+      guard !context.isInsideDelivery else {
+        // Inside a delivery: never block (turns that feed each other would deadlock). The
+        // value stays queued with its waiter; this thread comes back to it when its outermost
+        // turn ends.
+        context.deferTurn(waiter) { [self] in takeGrantedTurn(value, to: conduits, context) }
+        return
+      }
       // Dismissed: the turn delivered the value for this thread.
       guard waiter.wait() else { return }
-      // This thread's turn: the value goes to the subscribers attached when it was sent.
-      deliver(value, to: conduits)
-      leave(thread: thread)
+      takeGrantedTurn(value, to: conduits, context)
     }
+  }
+
+  /// The turn was handed to this thread's waiter: it offers its own grants, delivers its value
+  /// to the subscribers attached when it was sent, and runs what follows.
+  @usableFromInline
+  func takeGrantedTurn(
+    _ value: Output, to conduits: SlotArray<AnyConduit<Output, Failure>>,
+    _ context: DeliveryContext
+  ) {
+    subscribers.beginTurn(context)
+    deliver(value, to: conduits)
+    leave(context, held: SharedSubscriberList<Output, Failure>.draining)
   }
 
   /// Under the lock: ``SharedSubscriberList/claimOrHandOff(by:_:_:)``, and, if this thread
@@ -178,11 +194,11 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// value, the value is stored in the same lock round, so that a subscriber attaching
   /// meanwhile receives it once, replayed or sent.
   @inlinable
-  func claimOrHandOff(_ value: Output, by thread: UInt, storing storingAfterCompletion: Bool)
-    -> (SharedSubscriberList<Output, Failure>.Claim, SlotArray<AnyConduit<Output, Failure>>)
-  {
+  func claimOrHandOff(
+    _ value: Output, by context: DeliveryContext, storing storingAfterCompletion: Bool
+  ) -> (SharedSubscriberList<Output, Failure>.Claim, SlotArray<AnyConduit<Output, Failure>>) {
     state.withLock { state in
-      let claim = subscribers.claimOrHandOff(by: thread, &state.subscribers) {
+      let claim = subscribers.claimOrHandOff(by: context, &state.subscribers) {
         .value(value, $0)
       }
       // Combine: `send(_:)` after completion leaves `value` as it was; setting `value` stores.
@@ -203,21 +219,20 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     }
   }
 
-  /// Ends this thread's turn: runs what was queued for it (up to the first waiter, which gets
-  /// the turn), then gives back the list (and, if more comes as it leaves and no other sender
-  /// has taken the list since, runs that too).
+  /// Ends this thread's turn, ``reader`` held as `held`: runs what was queued for it (up to a
+  /// waiter it hands the turn to), then gives back the list — the give-back fails while work
+  /// waits, so whatever comes as it leaves is run too; then leaves the turn in the thread's
+  /// context (``DeliveryContext/exit()``, which comes back to deferred waiters at the outermost
+  /// turn).
   @inlinable @inline(__always)
-  func leave(thread: UInt) {
+  func leave(_ context: DeliveryContext, held: UInt) {
+    defer { context.exit() }
     while true {
-      switch subscribers.leave() {
+      switch subscribers.leave(held: held, thread: context.identity) {
       case .left:
         return
       case .kept:
-        guard runHandedOver() else { return }
-      case .raced:
-        guard state.withLock({ subscribers.claimToDrain(&$0.subscribers, by: thread) }) else {
-          return  // another sender holds the list: it runs the work as it leaves
-        }
+        guard runHandedOver(context) else { return }
       }
     }
   }
@@ -227,9 +242,9 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// the list any more). (Inlinable so that it is specialised: generic, it looked up the
   /// metadata of `HandedOver` per item.)
   @inlinable
-  func runHandedOver() -> Bool {
+  func runHandedOver(_ context: DeliveryContext) -> Bool {
     while true {
-      switch state.withLock({ subscribers.nextHandedOver(&$0.subscribers) }) {
+      switch state.withLock({ subscribers.nextHandedOver(&$0.subscribers, context) }) {
       case .done:
         return true
       case .passed(let waiter):
@@ -253,7 +268,7 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
 
   @inlinable
   func send(completion: Subscribers.Completion<Failure>) {
-    let thread = currentThreadIdentity()
+    let context = DeliveryContext.current
     let (conduits, garbage, claim) = state.withLock {
       state -> (
         SlotArray<AnyConduit<Output, Failure>>, SharedSubscriberList<Output, Failure>.Garbage,
@@ -265,12 +280,12 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       // A sender reads (another thread's, or this thread's: a completion from inside a
       // delivery), or values handed over wait: the completion is delivered after them.
       let claim = subscribers.handOffToReader(
-        .completion(completion, conduits), inOrder: true, &state.subscribers, by: thread)
+        .completion(completion, conduits), inOrder: true, &state.subscribers, by: context)
       return (claim == .nested ? conduits : SlotArray(), garbage, claim)
     }
     garbage.dispose()
     conduits.forEach { $0.receiveFromSubject(completion: completion) }
-    if claim == .draining { leave(thread: thread) }  // runs the queue first
+    if claim == .draining { leave(context, held: SharedSubscriberList<Output, Failure>.draining) }
   }
 
   @usableFromInline
@@ -313,7 +328,7 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// then has the conduit release its subscriber as it leaves (see ``SharedSubscriberList``).
   @inlinable
   func detach(_ conduit: AnyConduit<Output, Failure>, deferringRelease: Bool) -> Bool {
-    let thread = deferringRelease ? currentThreadIdentity() : 0
+    let context = DeliveryContext.current
     let (claim, garbage) = state.withLock { state in
       let (_, garbage) = subscribers.update(&state.subscribers) { $0.remove(conduit) }
       guard deferringRelease, !garbage.exclusive else {
@@ -321,11 +336,11 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       }
       return (
         subscribers.handOffToReader(
-          .release(conduit), inOrder: false, &state.subscribers, by: thread), garbage
+          .release(conduit), inOrder: false, &state.subscribers, by: context), garbage
       )
     }
     garbage.dispose()
-    if claim == .draining { leave(thread: thread) }  // runs the queue first
+    if claim == .draining { leave(context, held: SharedSubscriberList<Output, Failure>.draining) }
     return claim != .nested
   }
 
@@ -333,11 +348,12 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// sender in flight runs it as it leaves, or this thread takes the turn to run it.
   @usableFromInline
   func continueDrain(of conduit: AnyConduit<Output, Failure>) {
-    let thread = currentThreadIdentity()
+    let context = DeliveryContext.current
     let claim = state.withLock {
-      subscribers.handOffToTurn(.drain(conduit), &$0.subscribers, by: thread)
+      subscribers.handOffToTurn(.drain(conduit), &$0.subscribers, by: context)
     }
-    if claim == .draining { leave(thread: thread) }  // runs the queue, the drain included
+    // Runs the queue, the drain included.
+    if claim == .draining { leave(context, held: SharedSubscriberList<Output, Failure>.draining) }
   }
 
   var subscriberCount: Int { state.withLock { $0.subscribers.list.count } }

@@ -6,10 +6,10 @@ import Testing
 @testable import SluiceCore
 
 /// The hand-over's rare branches, reached deterministically: two or three senders are played by
-/// one test thread under made-up thread identities, and the steps a real sender takes
-/// (``SharedSubscriberList/claim(by:)``, the give-back half of ``SharedSubscriberList/leave()``,
-/// hand-offs under the subject's lock) are run in the interleaving a race would produce. The
-/// stress tests reach these windows only by chance.
+/// one test thread, each with a delivery context of its own (identity, allowance, semaphore),
+/// and the steps a real sender takes (``SharedSubscriberList/claim(by:)``,
+/// ``SharedSubscriberList/leave(held:thread:)``, hand-offs under the subject's lock) are run in
+/// the interleaving a race would produce. The stress tests reach these windows only by chance.
 @Suite("Subjects: hand-over interleavings, step by step", .onThreadsOfTheirOwn)
 struct HandOverInterleavingTests {
   typealias List = SharedSubscriberList<Int, Never>
@@ -22,10 +22,13 @@ struct HandOverInterleavingTests {
     var all: [Int] { lock.withLock { values } }
   }
 
-  // Made-up identities of the senders the test plays (no real thread has them).
-  let senderA: UInt = 0x1000
-  let senderB: UInt = 0x2000
-  let senderC: UInt = 0x3000
+  /// The senders the test plays, each with a context of its own (no real thread has them).
+  final class Senders {
+    let a = DeliveryContext.detached()
+    let b = DeliveryContext.detached()
+    let c = DeliveryContext.detached()
+    deinit { for context in [a, b, c] { context.deallocateDetached() } }
+  }
 
   /// A subject with one sink recording what it receives.
   func subjectWithSink() -> (PassthroughSubject<Int, Never>, Received, AnyCancellable) {
@@ -35,179 +38,223 @@ struct HandOverInterleavingTests {
     return (subject, received, sink)
   }
 
-  /// Sender A takes the free list and delivers 0 in place, as a `send(0)` does before it
-  /// leaves; the address it holds, or `nil` (recorded as an issue) if it could not take it.
-  func senderATakesTheListAndDelivers0(_ core: SubjectCore<Int, Never>) -> UInt? {
-    guard case .claimed(let address) = core.subscribers.claim(by: senderA) else {
+  /// Sender A takes the free list, offers its grants and delivers 0 in place, as a `send(0)`
+  /// does before it leaves; the address it holds, or `nil` (recorded as an issue) if it could
+  /// not take it.
+  func senderATakesTheListAndDelivers0(
+    _ core: SubjectCore<Int, Never>, _ senders: Senders
+  ) -> UInt? {
+    guard case .claimed(let address) = core.subscribers.claim(by: senders.a.identity) else {
       Issue.record("A could not take a free list")
       return nil
     }
+    core.subscribers.beginTurn(senders.a)
     core.subscribers.forEach(inStorageAt: address) { $0.receiveInPlace(0) }
     return address
   }
 
   /// `sender` hands `value` over under the subject's lock, as a `send` that found the list
   /// taken does.
-  func handOff(_ value: Int, on core: SubjectCore<Int, Never>, by sender: UInt) -> List.Claim {
+  func handOff(_ value: Int, on core: SubjectCore<Int, Never>, by sender: DeliveryContext)
+    -> List.Claim
+  {
     core.state.withLock { state in
       core.subscribers.claimOrHandOff(by: sender, &state.subscribers) { .value(value, $0) }
     }
   }
 
-  /// The first half of ``SharedSubscriberList/leave()``: `reader` given back, the flag not yet
-  /// loaded — the window in which a hand-over races a leaving sender.
-  func giveBackOnly(_ core: SubjectCore<Int, Never>) {
-    core.subscribers.readerThread.store(0, ordering: .relaxed)
-    core.subscribers.reader.store(0, ordering: .sequentiallyConsistent)
+  /// Leaves as `sender`, holding `held`: the give-back, then the queue while work waits.
+  func leave(_ core: SubjectCore<Int, Never>, as sender: DeliveryContext, held: UInt) -> Bool {
+    while true {
+      switch core.subscribers.leave(held: held, thread: sender.identity) {
+      case .left: return true
+      case .kept: guard core.runHandedOver(sender) else { return false }
+      }
+    }
   }
 
   func isPending(_ core: SubjectCore<Int, Never>) -> Bool {
-    core.subscribers.handOver.load(ordering: .sequentiallyConsistent) & List.pending != 0
+    core.subscribers.reader.load(ordering: .sequentiallyConsistent) & List.pending != 0
   }
 
-  @Test("a hand-off that finds the list free after queueing takes it and runs the queue (draining)")
-  func handOffFindsTheListFree() {
+  @Test("a hand-off to a held turn makes its give-back fail: the holder keeps it and runs the work")
+  func giveBackFailsWhileWorkWaits() {
+    let senders = Senders()
     let (subject, received, sink) = subjectWithSink()
     let core = subject.core
-    guard senderATakesTheListAndDelivers0(core) != nil else { return }
-    #expect(handOff(1, on: core, by: senderB) == .busy)  // queued for A, pending set
-    // In the window between A's give-back and its load of the flag, …
-    giveBackOnly(core)
-    // … B hands off again: the list is free now, so B takes it to run the queue itself.
-    #expect(handOff(2, on: core, by: senderB) == .draining)
-    // A's load of the flag sees it set (raced), but B holds the list: A leaves it to B.
+    guard let address = senderATakesTheListAndDelivers0(core, senders) else { return }
+    #expect(handOff(1, on: core, by: senders.b) == .busy)  // granted by A's turn
     #expect(isPending(core))
-    #expect(
-      core.state.withLock { core.subscribers.claimToDrain(&$0.subscribers, by: senderA) } == false)
-    #expect(core.runHandedOver())
-    #expect(core.subscribers.leave() == .left)
+    #expect(core.subscribers.leave(held: address, thread: senders.a.identity) == .kept)
+    #expect(core.subscribers.reader.load(ordering: .relaxed) == address | List.pending)
+    #expect(core.subscribers.readerThread.load(ordering: .relaxed) == senders.a.identity)
+    #expect(handOff(2, on: core, by: senders.c) == .busy, "C cannot take it meanwhile")
+    #expect(core.runHandedOver(senders.a))
+    #expect(core.subscribers.leave(held: address, thread: senders.a.identity) == .left)
+    senders.a.exit()
     #expect(received.all == [0, 1, 2])
-    #expect(!isPending(core))
-    subject.send(3)  // the list is free again for a real send
-    #expect(received.all == [0, 1, 2, 3])
+    #expect(core.subscribers.reader.load(ordering: .relaxed) == 0)
     withExtendedLifetime(sink) {}
   }
 
-  @Test(
-    "a sender that sees work handed over only after giving the list back takes it again (raced)")
-  func leavingSenderRaced() {
+  @Test("a sender cannot take a turn while work is pending for it, even between two of its steps")
+  func claimFailsWhileWorkIsPending() {
+    let senders = Senders()
     let (subject, received, sink) = subjectWithSink()
     let core = subject.core
-    guard senderATakesTheListAndDelivers0(core) != nil else { return }
-    // B's hand-off lands after A loaded the flag (clear) and before A's give-back: B finds A
-    // still holding the list and leaves the work to it.
-    #expect(handOff(1, on: core, by: senderB) == .busy)
-    giveBackOnly(core)
-    // A's load of the flag after its give-back: set. Under the lock it takes the list back.
-    #expect(isPending(core))
-    #expect(core.state.withLock { core.subscribers.claimToDrain(&$0.subscribers, by: senderA) })
-    #expect(core.runHandedOver())
-    #expect(core.subscribers.leave() == .left)
+    guard let address = senderATakesTheListAndDelivers0(core, senders) else { return }
+    #expect(handOff(1, on: core, by: senders.b) == .busy)
+    // However the steps interleave, C's claim needs the word to be 0: never while A holds it
+    // or work waits for A.
+    #expect(core.subscribers.claim(by: senders.c.identity) == .busy)
+    #expect(leave(core, as: senders.a, held: address))
+    senders.a.exit()
+    #expect(core.subscribers.claim(by: senders.c.identity) != .busy, "free again")
+    #expect(core.subscribers.leave(held: address, thread: senders.c.identity) == .left)
     #expect(received.all == [0, 1])
-    #expect(!isPending(core))
     withExtendedLifetime(sink) {}
   }
 
-  @Test("a sender that claims the list while work waits delivers its value after that work")
-  func claimBehindHandedOverWork() {
+  @Test("a hand-off that finds the turn free takes it and runs its own value (draining)")
+  func handOffFindsTheTurnFree() {
+    let senders = Senders()
     let (subject, received, sink) = subjectWithSink()
     let core = subject.core
-    guard senderATakesTheListAndDelivers0(core) != nil else { return }
-    #expect(handOff(1, on: core, by: senderB) == .busy)
-    giveBackOnly(core)  // A is between its give-back and its load of the flag
-    // C claims the free list and finds work waiting: it queues its value behind the work and
-    // runs the queue.
-    guard case .claimedBehind(let behind) = core.subscribers.claim(by: senderC) else {
-      Issue.record("C did not find the handed-over work")
-      return
+    // Completion-like work that goes through `handOff` directly (a drain): the turn is free.
+    let claim = core.state.withLock { state in
+      core.subscribers.handOff(
+        .value(7, state.subscribers.list.slots), &state.subscribers, by: senders.b,
+        needsGrant: true)
     }
-    #expect(behind != 0)
-    core.state.withLock {
-      core.subscribers.queueBehind(.value(2, $0.subscribers.list.slots), &$0.subscribers)
-    }
-    #expect(core.runHandedOver())
-    #expect(core.subscribers.leave() == .left)
-    // A's load of the flag now: clear (C ran the work), so A is done; had it seen the flag
-    // still set, its claimToDrain would find the queue empty and stop.
-    #expect(!isPending(core))
-    #expect(
-      core.state.withLock { core.subscribers.claimToDrain(&$0.subscribers, by: senderA) } == false)
-    #expect(received.all == [0, 1, 2])
+    #expect(claim == .draining)
+    #expect(core.subscribers.reader.load(ordering: .relaxed) == List.draining | List.pending)
+    #expect(leave(core, as: senders.b, held: List.draining))
+    senders.b.exit()
+    #expect(received.all == [7])
+    #expect(core.subscribers.reader.load(ordering: .relaxed) == 0)
     withExtendedLifetime(sink) {}
   }
 
-  @Test(
-    "a sender leaving while work waits keeps the list, runs the work, then gives it back (kept)")
-  func leavingSenderKeepsTheList() {
-    let (subject, received, sink) = subjectWithSink()
-    let core = subject.core
-    guard let address = senderATakesTheListAndDelivers0(core) else { return }
-    #expect(handOff(1, on: core, by: senderB) == .busy)
-    #expect(handOff(2, on: core, by: senderC) == .busy)
-    #expect(core.subscribers.leave() == .kept)
-    #expect(core.subscribers.reader.load(ordering: .relaxed) == address, "A still holds the list")
-    #expect(handOff(3, on: core, by: senderB) == .busy, "B cannot take it meanwhile")
-    #expect(core.runHandedOver())
-    #expect(core.subscribers.leave() == .left)
-    #expect(received.all == [0, 1, 2, 3])
-    withExtendedLifetime(sink) {}
-  }
-  // Past the grants a sender waits: the turn delivers its value for it while its budget lasts,
-  // then hands the next waiter the turn at its place.
-  @Test("past the grants, the budget, then the turn passes")
+  // Past the grants a sender waits: the turn delivers its value for it while the holder's
+  // allowance lasts, then hands the next waiter the turn at its place.
+  @Test("past the grants, the allowance, then the turn passes")
   func grantsRunOutAndTheTurnPasses() {
+    let senders = Senders()
     let (subject, received, sink) = subjectWithSink()
     let core = subject.core
-    guard senderATakesTheListAndDelivers0(core) != nil else { return }
+    guard let address = senderATakesTheListAndDelivers0(core, senders) else { return }
     let grants = TurnWaiter.grantsPerTurn
-    for value in 1...grants { #expect(handOff(value, on: core, by: senderB) == .busy) }
-    // No grants left: each further value waits, B's and C's in turn; one more than the budget.
+    // A's call reserved `grants` of its allowance for its turn's grants; the rest pays for
+    // waiting senders' values.
+    let forWaiters = DeliveryContext.allowancePerCall - grants
+    #expect(senders.a.allowance == forWaiters)
+    for value in 1...grants { #expect(handOff(value, on: core, by: senders.b) == .busy) }
+    // No grants left: each further value waits, B's and C's in turn; one more than the rest of
+    // A's allowance.
     var waiters: [TurnWaiter] = []
-    for index in 0...grants {
-      let sender = index.isMultiple(of: 2) ? senderB : senderC
+    for index in 0...forWaiters {
+      let sender = index.isMultiple(of: 2) ? senders.b : senders.c
       guard case .wait(let waiter) = handOff(grants + 1 + index, on: core, by: sender) else {
         Issue.record("a sender past the grants did not wait")
         return
       }
-      #expect(waiter.thread == sender)
+      #expect(waiter.thread == sender.identity)
       waiters.append(waiter)
     }
-    // A leaves: it runs the granted values, delivers the first `budget` waiting values for
-    // their senders (dismissing them), then stops at the last waiter and hands it the turn.
-    #expect(core.subscribers.leave() == .kept)
-    #expect(core.runHandedOver() == false)
-    #expect(received.all == Array(0...2 * grants))
+    // A leaves: it runs the granted values, delivers waiting values for their senders
+    // (dismissing them) while its allowance lasts, then stops at the last waiter and hands it
+    // the turn.
+    #expect(leave(core, as: senders.a, held: address) == false, "handed over")
+    senders.a.exit()
+    #expect(received.all == Array(0...grants + forWaiters))
     let last = waiters.removeLast()
     #expect(waiters.allSatisfy { !$0.isGranted && $0.wait() == false }, "dismissed: delivered")
     #expect(last.isGranted)
+    let lastSender = last.thread == senders.b.identity ? senders.b : senders.c
     #expect(core.subscribers.readerThread.load(ordering: .relaxed) == last.thread)
-    #expect(core.subscribers.reader.load(ordering: .relaxed) == List.draining)
-    // The turn is the last waiter's, with fresh grants: a hand-off from A is queued for it.
-    #expect(handOff(100, on: core, by: senderA) == .busy)
-    // It delivers its value itself (what `send` does once granted), runs A's and leaves.
+    #expect(List.holder(core.subscribers.reader.load(ordering: .relaxed)) == List.draining)
+    // Once the last waiter takes the turn (what `send` does once granted) it offers grants of
+    // its own.
+    #expect(last.wait())
+    core.subscribers.beginTurn(lastSender)
+    #expect(handOff(100, on: core, by: senders.a) == .busy)
+    // It delivers its value itself, runs A's and leaves.
     core.subscribers.forEach(inStorageAt: core.subscribers.current.load(ordering: .relaxed)) {
-      $0.receiveInPlace(2 * grants + 1)
+      $0.receiveInPlace(grants + forWaiters + 1)
     }
-    #expect(core.subscribers.leave() == .kept)
-    #expect(core.runHandedOver())
-    #expect(core.subscribers.leave() == .left)
-    #expect(received.all == Array(0...2 * grants + 1) + [100])
-    #expect(!isPending(core))
+    #expect(leave(core, as: lastSender, held: List.draining))
+    lastSender.exit()
+    #expect(received.all == Array(0...grants + forWaiters + 1) + [100])
+    #expect(core.subscribers.reader.load(ordering: .relaxed) == 0)
+    withExtendedLifetime(sink) {}
+  }
+
+  @Test("no grant is taken while a sender waits: a later sender queues a waiter behind it")
+  func noGrantsBehindAWaiter() {
+    let senders = Senders()
+    let (subject, received, sink) = subjectWithSink()
+    let core = subject.core
+    guard let address = senderATakesTheListAndDelivers0(core, senders) else { return }
+    for value in 1...TurnWaiter.grantsPerTurn {
+      #expect(handOff(value, on: core, by: senders.b) == .busy)
+    }
+    guard case .wait(let first) = handOff(100, on: core, by: senders.b) else {
+      Issue.record("B did not wait past the grants")
+      return
+    }
+    // Even if grants came back (they do not in a real turn), C must not be granted past B.
+    core.subscribers.grants.store(1, ordering: .relaxed)
+    guard case .wait(let second) = handOff(200, on: core, by: senders.c) else {
+      Issue.record("C took a grant behind a waiting sender")
+      return
+    }
+    #expect(leave(core, as: senders.a, held: address))
+    senders.a.exit()
+    #expect(first.wait() == false && second.wait() == false)
+    #expect(received.all.suffix(2) == [100, 200])
+    withExtendedLifetime(sink) {}
+  }
+
+  @Test("while a sender waits, even the holder's own send from inside its delivery waits")
+  func ownSendBehindAWaiterWaits() {
+    let senders = Senders()
+    let (subject, received, sink) = subjectWithSink()
+    let core = subject.core
+    guard let address = senderATakesTheListAndDelivers0(core, senders) else { return }
+    for value in 1...TurnWaiter.grantsPerTurn {
+      #expect(handOff(value, on: core, by: senders.c) == .busy)
+    }
+    guard case .wait(let waiter) = handOff(100, on: core, by: senders.b) else {
+      Issue.record("B did not wait")
+      return
+    }
+    // A's subscriber sends from inside its delivery: with B waiting, queued as a waiter of A's
+    // own (A defers it), so that nothing A could not hand on is queued behind B.
+    guard case .wait(let own) = handOff(101, on: core, by: senders.a) else {
+      Issue.record("the holder's own send was queued behind a waiter")
+      return
+    }
+    #expect(own.thread == senders.a.identity)
+    // A leaves: C's values, B's (for B, on A's allowance), then its own (free: its own).
+    #expect(leave(core, as: senders.a, held: address))
+    senders.a.exit()
+    #expect(waiter.wait() == false && own.wait() == false, "both delivered for their senders")
+    #expect(received.all.suffix(2) == [100, 101])
     withExtendedLifetime(sink) {}
   }
 
   @Test("a send from the holder's own thread is queued behind the value being delivered")
   func ownSendIsQueued() {
+    let senders = Senders()
     let (subject, received, sink) = subjectWithSink()
     let core = subject.core
-    guard senderATakesTheListAndDelivers0(core) != nil else { return }
-    #expect(handOff(1, on: core, by: senderB) == .busy)
+    guard let address = senderATakesTheListAndDelivers0(core, senders) else { return }
+    #expect(handOff(1, on: core, by: senders.b) == .busy)
     // A's subscriber sends 2 from inside its delivery: queued after B's 1, never nested.
-    #expect(handOff(2, on: core, by: senderA) == .busy)
+    #expect(handOff(2, on: core, by: senders.a) == .busy)
     #expect(received.all == [0])
-    #expect(core.subscribers.leave() == .kept)
-    #expect(core.runHandedOver())
-    #expect(core.subscribers.leave() == .left)
+    #expect(leave(core, as: senders.a, held: address))
+    senders.a.exit()
     #expect(received.all == [0, 1, 2])
     withExtendedLifetime(sink) {}
   }
