@@ -74,7 +74,7 @@ let package = Package(
     .executableTarget(name: "pipeline-grpc-bench", dependencies: pipelineTargets),
     .testTarget(
       name: "SluiceGRPCTests",
-      dependencies: pipelineTargets + ["pipeline-grpc-server"]),
+      dependencies: pipelineTargets + ["pipeline-grpc-server", "pipeline-grpc-client"]),
   ],
   swiftLanguageModes: [.v6]
 )

@@ -5,6 +5,8 @@
 //   pipeline-grpc-client --port P count N --cancel-after K  cancels after K ticks, waits 2 s
 //   pipeline-grpc-client --port P sum N                     the sum of 0..<N, streamed up
 //   pipeline-grpc-client --port P square N                  the squares of 0..<N
+//
+// --window BYTES sets the client's HTTP/2 window (grpc-swift's default: 8 MiB).
 import Foundation
 import GRPCCore
 import GRPCNIOTransportHTTP2Posix
@@ -23,7 +25,8 @@ else {
 }
 let pace = commandLineOption("--every-ms").map { Duration.milliseconds($0) }
 
-try await withGRPCClient(transport: TransportSettings().clientTransport(port: port)) { client in
+let settings = TransportSettings(window: commandLineOption("--window"))
+try await withGRPCClient(transport: settings.clientTransport(port: port)) { client in
   do {
     switch command {
     case "count":

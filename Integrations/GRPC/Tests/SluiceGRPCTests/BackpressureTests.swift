@@ -31,7 +31,7 @@ extension AcrossProcesses {
       -> Int
     {
       let bytes = (2 + transitWindows) * window + 8_196 + 16_384
-      return prefetch + 1 + (bytes + messageBytes - 1) / messageBytes
+      return prefetch + (bytes + messageBytes - 1) / messageBytes
     }
 
     @Test func aSubscriber100TimesSlowerKeepsInFlightWithinTheWindowsAndMemoryFlat() async throws {

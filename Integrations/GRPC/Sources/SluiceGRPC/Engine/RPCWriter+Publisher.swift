@@ -6,8 +6,8 @@ extension RPCWriterProtocol {
   /// them, and returns when the publisher finishes.
   ///
   /// **Demand**: `prefetch` values at the subscription, then as many more as each write
-  /// accepted (``WriteBatches``): the publisher is never more than `prefetch` values ahead of
-  /// what the writer accepted. The writer suspends while the HTTP/2 stream is not writable (its
+  /// accepted: the publisher is never more than `prefetch` values ahead of what the writer
+  /// accepted. The writer suspends while the HTTP/2 stream is not writable (its
   /// peer's flow-control window is spent and the stream's outbound buffer is full), which stops
   /// the demand. A hot source that cannot be slowed drops what finds no demand, as with any
   /// subscriber: put a `buffer` in the pipeline to choose another policy.
@@ -15,7 +15,7 @@ extension RPCWriterProtocol {
   /// **Batches**: each write takes everything the publisher delivered since the last one (at
   /// most `prefetch` values) with one `write(contentsOf:)`. grpc-swift's writer hands each call
   /// to the stream's event loop as a task of its own; one task per batch rather than per value
-  /// keeps the event loop from falling behind a fast publisher, which would otherwise delay
+  /// keeps the event loop from falling as far behind a fast publisher, which would delay
   /// everything it reads, a client's reset included (see <doc:DemandAcrossGRPC>).
   ///
   /// **Cancellation**: cancelling the calling task, or the RPC being cancelled on a server (the

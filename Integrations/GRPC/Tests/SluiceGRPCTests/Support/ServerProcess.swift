@@ -87,15 +87,15 @@ final class ServerProcess: @unchecked Sendable {
     }
   }
 
-  /// The built `pipeline-grpc-server`, next to the test bundle (or in the package's .build).
-  static func executable() throws -> URL {
+  /// The built executable `name` (`pipeline-grpc-server`), next to the test bundle (or in the package's .build).
+  static func executable(named name: String = "pipeline-grpc-server") throws -> URL {
     let candidates = [
       URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent(),
       Bundle.main.bundleURL.deletingLastPathComponent(),
       URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent(
           ".build/debug"),
-    ].map { $0.appendingPathComponent("pipeline-grpc-server") }
+    ].map { $0.appendingPathComponent(name) }
     guard
       let found = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0.path) })
     else { throw ServerDidNotStart() }
