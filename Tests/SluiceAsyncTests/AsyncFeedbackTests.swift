@@ -4,10 +4,10 @@ import SluiceTestSupport
 import Synchronization
 import Testing
 
-/// Adversarial (adv37): async bridges in feedback with subjects — tasks consuming `values` of a
+/// Adversarial (issue 37): async bridges in feedback with subjects — tasks consuming `values` of a
 /// merge and sending back into its subjects while threads of their own send into them.
-@Suite("adv37: async bridges in feedback with subjects")
-struct Adv37AsyncFeedbackTests {
+@Suite("Liveness, attacked: async bridges in feedback with subjects")
+struct AsyncFeedbackTests {
   final class Counter: Sendable {
     let value = Atomic<Int>(0)
   }

@@ -5,11 +5,11 @@ import Testing
 
 @testable import SluiceCore
 
-/// Adversarial feedback shapes (adv37): pipelines as apps build them, fed back into their own
+/// Adversarial feedback shapes (issue 37): pipelines as apps build them, fed back into their own
 /// sources from inside deliveries, with many threads, churn, cancels and completions racing.
 /// Deadlines are only nets against hangs.
-@Suite("adv37: feedback shapes under load")
-struct Adv37FeedbackTests {
+@Suite("Liveness, attacked: feedback shapes under load")
+struct AdversarialFeedbackTests {
   typealias Tally = FeedbackTests.Tally
 
   static let count = max(1_000, stressScaled(5_000))
@@ -18,7 +18,8 @@ struct Adv37FeedbackTests {
   static var fedBackPerSender: Int { (0..<count).count { fedBack(value(0, $0)) } }
   /// How many values of senders `0..<senders` are fed back.
   static func fedBackTotal(_ senders: Int) -> Int {
-    (0..<senders).reduce(0) { sum, sender in sum + (0..<count).count { fedBack(value(sender, $0)) } }
+    (0..<senders).reduce(0) { sum, sender in sum + (0..<count).count { fedBack(value(sender, $0)) }
+    }
   }
 
   /// Eight subjects merged through `Publishers.MergeMany` and chained `merge(with:)`, erased and
@@ -100,7 +101,7 @@ struct Adv37FeedbackTests {
     let state = tally.snapshot
     #expect(state.positive == 4 * Self.count)
     #expect(state.outOfOrder == 0)
-    print("adv37 churn: \(churned.load(ordering: .relaxed)) subscribe/cancel rounds")
+    print("liveness: churn: \(churned.load(ordering: .relaxed)) subscribe/cancel rounds")
     withExtendedLifetime(sink) {}
   }
 
@@ -180,7 +181,9 @@ struct Adv37FeedbackTests {
         }
       }
     }
-    let subjects: [(Int) -> Void] = [{ a.send($0) }, { b.send($0) }, { c.send($0) }, { d.send($0) }]
+    let subjects: [(Int) -> Void] = [
+      { a.send($0) }, { b.send($0) }, { c.send($0) }, { d.send($0) },
+    ]
     let shared = UncheckedSendable(subjects)
     let returned = await allReturn(threads: 4, deadline: .seconds(120)) { index in
       for i in 0..<Self.count { shared.value[index](Self.value(index, i)) }
@@ -198,7 +201,7 @@ struct Adv37FeedbackTests {
     final class Consumer: Subscriber, @unchecked Sendable {
       typealias Input = Int
       typealias Failure = Never
-      let subscription = Adv37Box<(any Subscription)?>(nil)
+      let subscription = SharedBox<(any Subscription)?>(nil)
       let requested = Atomic<Int>(0)
       let received = Atomic<Int>(0)
       let overflow = Atomic<Int>(0)
@@ -268,8 +271,8 @@ struct Adv37FeedbackTests {
         var completions = 0
         var afterCompletion = 0
       }
-      let logA = Adv37Box(Log())
-      let logB = Adv37Box(Log())
+      let logA = SharedBox(Log())
+      let logB = SharedBox(Log())
       let endAt = 200 + round * 37
       let sinkA = a.sink(
         receiveCompletion: { _ in logA.withLock { $0.completions += 1 } },
@@ -311,7 +314,7 @@ struct Adv37FeedbackTests {
       typealias Input = Int
       typealias Failure = Never
       let greet: () -> Void
-      let subscription = Adv37Box<(any Subscription)?>(nil)
+      let subscription = SharedBox<(any Subscription)?>(nil)
       init(greet: @escaping () -> Void) { self.greet = greet }
       func receive(subscription: any Subscription) {
         self.subscription.withLock { $0 = subscription }
@@ -329,7 +332,9 @@ struct Adv37FeedbackTests {
     let sink = a.merge(with: b.dropFirst()).sink { value in
       tally.record(value)
       guard Self.fedBack(value) else { return }
-      let greeter = Greeter { a.send(-1); b.send(-2) }
+      let greeter = Greeter {
+        a.send(-1); b.send(-2)
+      }
       a.subscribe(greeter)
       attached.withLock { $0.append(greeter) }
     }
@@ -337,10 +342,14 @@ struct Adv37FeedbackTests {
     let returned = await allReturn(threads: 5, deadline: .seconds(120)) { index in
       if index == 4 {
         while sendersDone.load(ordering: .relaxed) < 4 {
-          let greeter = Greeter { b.send(-4); a.send(-5) }
+          let greeter = Greeter {
+            b.send(-4); a.send(-5)
+          }
           b.subscribe(greeter)
           greeter.cancel()
-          for old in attached.withLock({ list in defer { list.removeAll() }; return list }) {
+          for old in attached.withLock({ list in
+            defer { list.removeAll() }; return list
+          }) {
             old.cancel()
           }
         }
@@ -370,7 +379,7 @@ struct Adv37FeedbackTests {
       tally.record(value)
       if Self.fedBack(value) { subjects[abs(value) % 8].send(-value) }
     }
-    let current = Adv37Box<AnyCancellable?>(nil)
+    let current = SharedBox<AnyCancellable?>(nil)
     let mergedBox = UncheckedSendable(merged)
     let resubscribed = Atomic<Int>(0)
     @Sendable func subscribe() {
@@ -407,7 +416,8 @@ struct Adv37FeedbackTests {
     let state = tally.snapshot
     #expect(state.positive == 16 * perSender)
     #expect(state.outOfOrder == 0)
-    print("adv37 sixteen: re-subscribed \(resubscribed.load(ordering: .relaxed)) times from inside")
+    print(
+      "liveness: sixteen: re-subscribed \(resubscribed.load(ordering: .relaxed)) times from inside")
     current.withLock { $0 }?.cancel()
     withExtendedLifetime(sink) {}
   }
@@ -422,10 +432,10 @@ struct Adv37FeedbackTests {
     var totalInFlight = 0
     for round in 0..<10 {
       let subjects = (0..<3).map { _ in PassthroughSubject<Int, Never>() }
-      let cancelled = (0..<3).map { _ in Adv37Counter() }
+      let cancelled = (0..<3).map { _ in SharedCounter() }
       let late = Atomic<Int>(0)
       let inFlight = Atomic<Int>(0)
-      let concurrent = (0..<3).map { _ in Adv37Counter() }
+      let concurrent = (0..<3).map { _ in SharedCounter() }
       let overlapped = Atomic<Int>(0)
       let sinks = (0..<3).map { index in
         subjects[index].sink { value in
@@ -464,19 +474,20 @@ struct Adv37FeedbackTests {
       totalInFlight += inFlight.load(ordering: .relaxed)
       if !returned { break }
     }
-    print("adv37 cancelRacingRing: \(totalLate) sent after cancel() returned and received, "
-      + "\(totalInFlight) received after cancel() returned that were sent before")
+    print(
+      "liveness: cancelRacingRing: \(totalLate) sent after cancel() returned and received, "
+        + "\(totalInFlight) received after cancel() returned that were sent before")
     #expect(totalLate == 0, "nothing sent after cancel() returned is received")
   }
 }
 
 /// A counter that can live in an array.
-final class Adv37Counter: Sendable {
+final class SharedCounter: Sendable {
   let value = Atomic<Int>(0)
 }
 
 /// A mutex-guarded value that can live in an array.
-final class Adv37Box<T>: @unchecked Sendable {
+final class SharedBox<T>: @unchecked Sendable {
   // Safety: `value` only under `lock`.
   private let lock = NSLock()
   private var value: T

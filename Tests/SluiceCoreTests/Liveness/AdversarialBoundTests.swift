@@ -5,10 +5,12 @@ import Testing
 
 @testable import SluiceCore
 
-/// Adversarial checks of issue 37's claims (adv37): the per-call bound and bounded memory in
+/// Adversarial checks of issue 37's claims (issue 37): the per-call bound and bounded memory in
 /// shapes the CallBoundTests do not build, and the README's rule for blocking subscribers.
-@Suite("adv37: per-call bound, memory and the blocking-subscriber rule", .onThreadsOfTheirOwn)
-struct Adv37BoundTests {
+@Suite(
+  "Liveness, attacked: per-call bound, memory and the blocking-subscriber rule",
+  .onThreadsOfTheirOwn)
+struct AdversarialBoundTests {
   typealias Meter = CallBoundTests.CallMeter
 
   static func spin(_ nanoseconds: UInt64) {
@@ -31,7 +33,7 @@ struct Adv37BoundTests {
     let sent = Atomic<Int>(0)
     let maxLag = Atomic<Int>(0)
     let receivedBySecond = Atomic<Int>(0)
-    let holder = Adv37Box<AnyCancellable?>(nil)
+    let holder = SharedBox<AnyCancellable?>(nil)
     let perSender = 3_000
     let returned = await allReturn(threads: 5, deadline: .seconds(120)) { index in
       if index == 4 {
@@ -67,7 +69,7 @@ struct Adv37BoundTests {
     #expect(returned, "every call returned")
     let worst = meters.map(\.worst).max() ?? 0
     print(
-      "adv37 slowReplay: worst send delivered \(worst) values of others (bound "
+      "liveness: slowReplay: worst send delivered \(worst) values of others (bound "
         + "\(DeliveryContext.allowancePerCall)); the second subscriber lagged by up to "
         + "\(maxLag.load(ordering: .relaxed)) values")
     // Both subscribers count what reaches them, so each value of others counts twice.
@@ -87,7 +89,7 @@ struct Adv37BoundTests {
     let sent = Atomic<Int>(0)
     let queuedAtMost = Atomic<Int>(0)
     let received = Atomic<Int>(0)
-    let holder = Adv37Box<AnyCancellable?>(nil)
+    let holder = SharedBox<AnyCancellable?>(nil)
     let attached = Atomic<Bool>(false)
     let returned = await allReturn(threads: 3, deadline: .seconds(60)) { index in
       if index == 2 {
@@ -119,7 +121,7 @@ struct Adv37BoundTests {
     #expect(returned)
     let queued = queuedAtMost.load(ordering: .relaxed)
     print(
-      "adv37 slowReplayQueue: \(queued) values sent (and queued for the subscriber) while its "
+      "liveness: slowReplayQueue: \(queued) values sent (and queued for the subscriber) while its "
         + "first receive ran; it then received \(received.load(ordering: .relaxed))")
     #expect(queued <= 1_000, "values queued behind one slow receive: \(queued)")
     withExtendedLifetime(holder) {}
@@ -239,11 +241,11 @@ struct Adv37BoundTests {
   }
 }
 
-/// The per-call bound through operators the CallBoundTests leave out (adv37): SerialDelivery
+/// The per-call bound through operators the CallBoundTests leave out (issue 37): SerialDelivery
 /// (delay / receive(on:) on ImmediateScheduler), switchToLatest, combineLatest of three, a
 /// merge whose sink relays into a shared subject.
-@Suite("adv37: the per-call bound through more operators", .onThreadsOfTheirOwn)
-struct Adv37MoreBoundTests {
+@Suite("Liveness, attacked: the per-call bound through more operators", .onThreadsOfTheirOwn)
+struct AdversarialMoreBoundTests {
   static var bound: Int { DeliveryContext.allowancePerCall }
 
   @Test("merge → delay(ImmediateScheduler) → receive(on: ImmediateScheduler)")
