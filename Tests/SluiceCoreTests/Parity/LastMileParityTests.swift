@@ -1,0 +1,184 @@
+import SluiceCore
+import SluiceTesting
+import Testing
+
+/// Differences from Combine found by OpenCombine's suite and a spec suite written against
+/// Combine (issue 40), each fixed and checked here.
+@Suite("Combine parity, the last mile")
+struct LastMileParityTests {
+  // MARK: Mirrors and identities
+
+  @Test func recordsSubscriptionReflectsItsValuesAndCompletion() throws {
+    let recorder = RecordingSubscriber<Int, TestError>(initialDemand: .none)
+    Record<Int, TestError>(output: [1, 2], completion: .failure(TestError(code: 3)))
+      .subscribe(recorder)
+    let subscription = try #require(recorder.subscription)
+    let live = try #require(customMirror(of: subscription))
+    #expect(live.children.map(\.label) == ["sequence", "completion"])
+    #expect(live.children.map { "\($0.value)" } == ["[1, 2]", "failure(TestError(3))"])
+    recorder.request(.max(2))
+    let ended = try #require(customMirror(of: subscription))
+    #expect(ended.children.map { "\($0.value)" } == ["[]", "failure(TestError(3))"])
+  }
+
+  @Test func aFinishedSequenceSubscriptionReflectsAnEmptySequence() throws {
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
+    (1...3).publisher.subscribe(recorder)
+    let subscription = try #require(recorder.subscription)
+    #expect(customMirror(of: subscription)?.children.map { "\($0.value)" } == ["1...3"])
+    recorder.request(.max(3))
+    #expect(recorder.completion == .finished)
+    #expect(customMirror(of: subscription)?.children.map { "\($0.value)" } == ["[]"])
+    #expect(customMirror(of: subscription)?.children.first?.value is [Int])
+  }
+
+  @Test func aCancelledSequenceSubscriptionReflectsAnEmptySequence() throws {
+    var kept: (any Subscription)?
+    [5, 6].publisher.subscribe(Probe<Int, Never>(onSubscription: { kept = $0 }))
+    let subscription = try #require(kept)
+    #expect(customMirror(of: subscription)?.children.map { "\($0.value)" } == ["[5, 6]"])
+    subscription.cancel()
+    #expect(customMirror(of: subscription)?.children.map { "\($0.value)" } == ["[]"])
+  }
+
+  @Test func concatenateHasThreeObjectsWithOneIdentity() throws {
+    let prefix = HeldPublisher<Int, Never>()
+    let suffix = HeldPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    prefix.append(suffix).subscribe(recorder)
+    prefix.send(subscription: TestSubscription())
+    let subscription = try #require(recorder.subscription)
+    let head = try #require(prefix.subscriberObject as? any Subscriber)
+    #expect(head.combineIdentifier == subscription.combineIdentifier)
+    #expect(type(of: head) != type(of: subscription))
+    prefix.send(completion: .finished)
+    let tail = try #require(suffix.subscriberObject as? any Subscriber)
+    #expect(tail.combineIdentifier == subscription.combineIdentifier)
+    #expect(type(of: tail) != type(of: subscription))
+    #expect(type(of: tail) != type(of: head))
+    #expect(String(describing: head) == "Concatenate")
+    #expect(String(describing: tail) == "Concatenate")
+  }
+
+  @Test func catchsUpstreamSubscriberIsNotItsSubscription() throws {
+    let upstream = HeldPublisher<Int, TestError>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    upstream.catch { _ in Just(0) }.subscribe(recorder)
+    upstream.send(subscription: TestSubscription())
+    let subscription = try #require(recorder.subscription)
+    let head = try #require(upstream.subscriberObject as? any Subscriber)
+    #expect(head.combineIdentifier == subscription.combineIdentifier)
+    #expect(type(of: head) != type(of: subscription))
+    #expect(String(describing: head) == "Catch")
+    #expect(mirrorLabels(head) == ["downstream", "demand"])
+  }
+
+  @Test func tryCatchsReplacementSeesASubscriberDescribedAsTryCatch() throws {
+    let fallback = HeldPublisher<Int, TestError>()
+    let recorder = RecordingSubscriber<Int, any Error>(initialDemand: .none)
+    Fail<Int, TestError>(error: TestError()).tryCatch { _ in fallback }.subscribe(recorder)
+    let subscriber = try #require(fallback.subscriberObject)
+    #expect(String(describing: subscriber) == "TryCatch")
+    #expect(mirrorLabels(subscriber) == ["downstream", "demand"])
+    #expect(customMirror(of: subscriber)?.children.map { "\($0.value)" }.last == "max(0)")
+    // Its failure still reaches the subscriber, as `any Error`.
+    fallback.send(subscription: TestSubscription())
+    fallback.send(completion: .failure(TestError(code: 5)))
+    guard case .failure(let error) = recorder.completion else {
+      Issue.record("expected a failure, got \(String(describing: recorder.completion))")
+      return
+    }
+    #expect(error as? TestError == TestError(code: 5))
+  }
+
+  // MARK: Sequence operators
+
+  @Test func sequencePrependOfASequencePublisherAppendsToACopyOfItsCollection() {
+    let log = CollectionLog()
+    let base = Publishers.Sequence<LoggedCollection, Never>(
+      sequence: LoggedCollection([4, 5], log: log))
+    let prefixLog = CollectionLog()
+    let prefix = Publishers.Sequence<LoggedCollection, Never>(
+      sequence: LoggedCollection([1, 2, 3], log: prefixLog))
+    log.entries = []
+    let prepended = base.prepend(prefix).sequence
+    #expect(prepended.storage == [1, 2, 3, 4, 5])
+    // As Combine: the prefix's collection (copied) gets the base's elements appended; no new
+    // collection is built from both.
+    #expect(prepended.log === prefixLog)
+    #expect(prefixLog.entries == ["append(contentsOf:)"])
+    #expect(base.sequence.storage == [4, 5])
+  }
+
+  // MARK: handleEvents
+
+  @Test func handleEventsReportsDemandReturnedFromReceiveAsARequest() {
+    let upstream = HeldPublisher<Int, Never>()
+    var requests: [Subscribers.Demand] = []
+    let recorder = RecordingSubscriber<Int, Never>(
+      initialDemand: .max(1), demandAfterValue: { .max($0) })
+    upstream.handleEvents(receiveRequest: { requests.append($0) }).subscribe(recorder)
+    upstream.send(subscription: TestSubscription())
+    #expect(upstream.send(0) == .none)
+    #expect(upstream.send(2) == .max(2))
+    #expect(requests == [.max(1), .max(2)])
+  }
+
+  @Test func handleEventsReportsDemandReturnedForAValueBeforeTheSubscription() {
+    let upstream = HeldPublisher<Int, Never>()
+    var events: [String] = []
+    let recorder = RecordingSubscriber<Int, Never>(
+      initialDemand: .none, demandAfterValue: { _ in .max(42) })
+    upstream.handleEvents(
+      receiveOutput: { events.append("output \($0)") },
+      receiveRequest: { events.append("request \($0)") }
+    ).subscribe(recorder)
+    #expect(upstream.send(144) == .max(42))
+    #expect(events == ["output 144", "request max(42)"])
+  }
+}
+
+/// Who did what to a ``LoggedCollection`` (shared by its copies).
+final class CollectionLog: @unchecked Sendable {
+  // Safety: used from one test's thread.
+  var entries: [String] = []
+}
+
+/// An array that logs `init()`, `reserveCapacity` and `append(contentsOf:)`.
+struct LoggedCollection: RangeReplaceableCollection, @unchecked Sendable {
+  // Safety: the log is used from one test's thread.
+  var storage: [Int]
+  let log: CollectionLog
+
+  init(_ storage: [Int], log: CollectionLog) {
+    self.storage = storage
+    self.log = log
+  }
+
+  init() {
+    storage = []
+    log = CollectionLog()
+    log.entries.append("init()")
+  }
+
+  var startIndex: Int { storage.startIndex }
+  var endIndex: Int { storage.endIndex }
+  subscript(position: Int) -> Int { storage[position] }
+  func index(after index: Int) -> Int { index + 1 }
+
+  mutating func reserveCapacity(_ capacity: Int) {
+    log.entries.append("reserveCapacity")
+    storage.reserveCapacity(capacity)
+  }
+
+  mutating func append<S: Sequence>(contentsOf elements: S) where S.Element == Int {
+    log.entries.append("append(contentsOf:)")
+    storage.append(contentsOf: elements)
+  }
+
+  mutating func replaceSubrange<C: Collection>(_ range: Range<Int>, with elements: C)
+  where C.Element == Int {
+    log.entries.append("replaceSubrange")
+    storage.replaceSubrange(range, with: elements)
+  }
+}
