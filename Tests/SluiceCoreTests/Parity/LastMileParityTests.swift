@@ -138,6 +138,87 @@ struct LastMileParityTests {
   }
 }
 
+/// Differences README's "Where Sluice differs from Combine, on purpose" lists (issue 40): each
+/// pinned down, so that a change shows up here and in the list together.
+@Suite("Combine parity, the last mile: documented differences")
+struct LastMileDocumentedDifferenceTests {
+  /// Combine's `dropFirst` takes a subscription that comes after it ended and delivers again
+  /// (OpenCombine's DropTests.testReusableSubscription).
+  @Test func anEndedDropFirstCancelsASecondSubscription() {
+    let upstream = HeldPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .max(3))
+    upstream.dropFirst(3).subscribe(recorder)
+    upstream.send(subscription: TestSubscription())
+    upstream.send(completion: .finished)
+    #expect(recorder.completion == .finished)
+    let second = TestSubscription()
+    upstream.send(subscription: second)
+    #expect(second.isCancelled)
+    #expect(second.requests == [])
+    #expect(upstream.send(4) == .none)
+    #expect(recorder.values == [])
+  }
+
+  /// `_ = publisher.sink { … }` cancels the sink at once; Combine ignores that cancel while the
+  /// sink has no subscription and keeps receiving (OpenCombine's PrintTests.testSynchronization).
+  @Test func aSinkCancelledBeforeItsSubscriptionReceivesNothing() {
+    let upstream = HeldPublisher<Int, Never>()
+    let count = Box<Int>(0)
+    _ = upstream.print(to: nil).sink { _ in count.update { $0! += 1 } }
+    _ = upstream.send(12)
+    #expect(count.value == 0)
+    let subscription = TestSubscription()
+    upstream.send(subscription: subscription)
+    #expect(subscription.isCancelled)
+  }
+
+  /// Combine sends `.finished` at once, before the subscriber has a subscription.
+  @Test func prefixUntilOutputTriggeredBeforeItsUpstreamSubscribesFinishesAfterHandingItDown() {
+    let upstream = HeldPublisher<Int, Never>()
+    let trigger = PassthroughSubject<Void, Never>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    upstream.prefix(untilOutputFrom: trigger).subscribe(recorder)
+    trigger.send(())
+    #expect(recorder.events.isEmpty)
+    let subscription = TestSubscription()
+    upstream.send(subscription: subscription)
+    #expect(subscription.isCancelled)
+    #expect(recorder.subscriptionCount == 1)
+    #expect(recorder.completion == .finished)
+  }
+
+  /// A broken upstream sends before its subscription: `output(in:)` handles the values as
+  /// Combine's does, and ends at the last value of its range (Combine's waits for the upstream
+  /// to complete after its subscription: OpenCombine's OutputTests.testSendValuesBeforeSubscription).
+  @Test func outputEndsAtItsRangesLastValueEvenBeforeItsSubscription() {
+    let upstream = HeldPublisher<Int, TestError>()
+    let recorder = RecordingSubscriber<Int, TestError>(
+      initialDemand: .none, demandAfterValue: { _ in .max(42) })
+    upstream.output(in: 1..<3).subscribe(recorder)
+    #expect(upstream.send(1) == .max(1))
+    #expect(upstream.send(2) == .max(42))
+    #expect(upstream.send(3) == .max(42))
+    #expect(recorder.values == [2, 3])
+    #expect(recorder.completion == .finished)
+    let subscription = TestSubscription()
+    upstream.send(subscription: subscription)
+    #expect(subscription.isCancelled)
+  }
+
+  /// Combine's future subscription keeps its future (its mirror's `parent`) when the result
+  /// waited for demand.
+  @Test func aFutureSubscriptionLetsGoOfItsFutureOnceDelivered() throws {
+    let future = Future<Int, Never> { $0(.success(42)) }
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
+    future.subscribe(recorder)
+    let subscription = try #require(recorder.subscription)
+    recorder.request(.max(1))
+    #expect(recorder.values == [42])
+    let parent = customMirror(of: subscription)?.children.first { $0.label == "parent" }
+    #expect(parent.map { "\($0.value)" } == "nil")
+  }
+}
+
 /// Who did what to a ``LoggedCollection`` (shared by its copies).
 final class CollectionLog: @unchecked Sendable {
   // Safety: used from one test's thread.
