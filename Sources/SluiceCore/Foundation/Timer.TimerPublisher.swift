@@ -4,6 +4,8 @@ extension Timer {
   /// A connectable publisher of the current date, every `interval` seconds once connected — as
   /// Combine's `Timer.publish(every:tolerance:on:in:options:)`.
   ///
+  /// ![Marble diagram of timer, drawn from a run](timer)
+  ///
   /// ```swift
   /// let ticks = Timer.publish(every: 1, on: .main, in: .common).autoconnect()
   /// for await date in ticks.values { print(date) }
@@ -24,6 +26,8 @@ extension Timer {
   /// ~500 bytes of every repeating `Timer` invalidated); as a repeating `Timer`, it skips the
   /// ticks the run loop missed, and treats an `interval` of zero or less as 0.1 ms. `tolerance`
   /// lets the run loop fire a tick late by that much while it is the only action waiting there.
+  ///
+  /// ![Marble diagram of timer, drawn from a run](timer)
   ///
   /// **Demand**: each subscriber receives a tick only when it has demand; a tick that finds it
   /// without demand is not delivered to it (nothing is buffered), as in Combine. **Ordering**:

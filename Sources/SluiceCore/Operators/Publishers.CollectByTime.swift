@@ -11,6 +11,8 @@ extension Publishers {
   /// A publisher that collects its upstream's values and publishes them as arrays on a
   /// schedule — Combine's `CollectByTime`.
   ///
+  /// ![Marble diagram: collect(.byTime(scheduler, .seconds(3)))](collect-byTime)
+  ///
   /// **Demand**: `.byTime` asks the upstream for one value per request of the downstream and
   /// one more per value it receives, as Combine's (a subscriber that requests once inside
   /// `receive(subscription:)` and then takes 100 values makes 101 requests of one value);
@@ -56,6 +58,9 @@ extension Publishers {
 extension Publisher {
   /// Collects values and publishes them as arrays on a schedule; see
   /// ``Publishers/CollectByTime``.
+  ///
+  /// ![Marble diagram: collect(.byTime(scheduler, .seconds(3)))](collect-byTime)
+  /// ![Marble diagram: collect(.byTimeOrCount(scheduler, .seconds(3), 2))](collect-byTimeOrCount)
   public func collect<S: Scheduler>(
     _ strategy: Publishers.TimeGroupingStrategy<S>, options: S.SchedulerOptions? = nil
   ) -> Publishers.CollectByTime<Self, S> {
