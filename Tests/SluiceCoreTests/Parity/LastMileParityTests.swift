@@ -217,6 +217,63 @@ struct LastMileDocumentedDifferenceTests {
     let parent = customMirror(of: subscription)?.children.first { $0.label == "parent" }
     #expect(parent.map { "\($0.value)" } == "nil")
   }
+
+  /// A value a `flatMap` child sends from inside the delivery of its previous value is queued
+  /// and delivered after it, so the demand that replaces it reaches the child as a
+  /// `request(.max(1))`, not as the result of the nested `send` (Combine delivers it nested and
+  /// returns `.max(1)` from it).
+  @Test func aReentrantFlatMapChildValueIsQueuedAndItsDemandComesAsARequest() {
+    let child = HeldPublisher<Int, Never>()
+    let nested = Box<Subscribers.Demand>()
+    let recorder = RecordingSubscriber<Int, Never>(
+      initialDemand: .max(5),
+      demandAfterValue: { value in
+        if value == 1 { nested.set(child.send(2)) }
+        return .none
+      })
+    Just(0).flatMap { _ in child }.subscribe(recorder)
+    let subscription = TestSubscription()
+    child.send(subscription: subscription)
+    #expect(subscription.requests == [.max(1)])
+    let returned = child.send(1)
+    #expect(recorder.values == [1, 2])
+    #expect(nested.value == Subscribers.Demand.none, "the nested value is queued")
+    #expect(returned == .max(1), "the demand that replaces 1")
+    #expect(subscription.requests == [.max(1), .max(1)], "the demand that replaces 2")
+  }
+
+  /// The subscriber a `flatMap` child publisher receives has Combine's `parentSubscription`
+  /// child; its value is the engine that serves the `flatMap` subscription (Combine's is the
+  /// outer subscriber's `combineIdentifier`).
+  @Test func aFlatMapChildsSubscriberReflectsTheEngineAsItsParentSubscription() throws {
+    let child = HeldPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    Just(0).flatMap { _ in child }.subscribe(recorder)
+    #expect(mirrorLabels(child.subscriberObject) == ["parentSubscription"])
+    let parent = try #require(customMirror(of: child.subscriberObject)?.children.first?.value)
+    #expect(!(parent is CombineIdentifier))
+    let subscription = try #require(recorder.subscription)
+    let isTheEngine = (parent as AnyObject) === (subscription as AnyObject)
+    #expect(isTheEngine, "the object that serves the subscriber's FlatMap subscription")
+  }
+
+  /// `request(.none)` traps in Sluice's operators, subjects and bridges, but `Publishers.Sequence`
+  /// and `Record` accept it and deliver nothing, as Combine's.
+  @Test func sequenceAndRecordAcceptARequestOfNone() {
+    let sequence = RecordingSubscriber<Int, Never>(initialDemand: .none)
+    [1, 2].publisher.subscribe(sequence)
+    sequence.request(.none)
+    #expect(sequence.values == [])
+    sequence.request(.max(1))
+    #expect(sequence.values == [1])
+    let record = RecordingSubscriber<Int, Never>(initialDemand: .none)
+    Record<Int, Never>(output: [1, 2], completion: .finished).subscribe(record)
+    record.request(.none)
+    #expect(record.values == [])
+    record.request(.unlimited)
+    #expect(record.values == [1, 2])
+    #expect(record.completion == .finished)
+  }
 }
 
 /// Who did what to a ``LoggedCollection`` (shared by its copies).
