@@ -18,9 +18,14 @@ extension Timer {
       interval: interval, tolerance: tolerance, runLoop: runLoop, mode: mode, options: options)
   }
 
-  /// A publisher that sends the current date every `interval` seconds while connected: a
-  /// Foundation `Timer` on `runLoop` in `mode`, started by `connect()` and invalidated when the
-  /// connection is cancelled.
+  /// A publisher that sends the current date every `interval` seconds while connected, on
+  /// `runLoop` in `mode`, from `connect()` until the connection is cancelled.
+  ///
+  /// The ticks are a repeating action on the run loop's one wake-up timer for `mode`
+  /// (``RunLoopWaker``), not a Foundation `Timer` per connection (swift-corelibs-foundation keeps
+  /// ~500 bytes of every repeating `Timer` invalidated); as a repeating `Timer`, it skips the
+  /// ticks the run loop missed, and treats an `interval` of zero or less as 0.1 ms. `tolerance`
+  /// lets the run loop fire a tick late by that much while it is the only action waiting there.
   ///
   /// ![Marble diagram of timer, drawn from a run](timer)
   ///
@@ -63,29 +68,35 @@ extension Timer {
       subject.receive(subscriber: subscriber)
     }
 
-    /// Starts the timer; cancel the result to stop it.
+    /// Starts the ticks; cancel the result to stop them.
     public func connect() -> any Cancellable {
       let subject = self.subject
-      let timer = Timer(timeInterval: interval, repeats: true) { _ in subject.send(Date()) }
-      timer.tolerance = tolerance ?? 0
-      runLoop.add(timer, forMode: mode)
-      return TimerConnection(timer: timer)
+      let interval = Swift.max(self.interval, 0.000_1)  // as Foundation's `Timer`
+      let waker = RunLoopWaker.of(runLoop, mode: mode)
+      let token = waker.add(
+        at: Date(timeIntervalSinceNow: interval), every: interval, tolerance: tolerance ?? 0
+      ) { subject.send(Date()) }
+      return TimerConnection(waker: waker, token: token)
     }
   }
 }
 
-/// A running `Timer.TimerPublisher`: cancelling invalidates the timer (once, from any thread).
+/// A running `Timer.TimerPublisher`: cancelling stops its ticks (once, from any thread).
 private final class TimerConnection: Cancellable, @unchecked Sendable {
-  // Safety: the timer is taken out of the lock once; `invalidate()` is thread-safe.
-  private let timer: Lock<Timer?>
+  // Safety: the waker is taken out of the lock once; `RunLoopWaker.cancel` is thread-safe.
+  private let waker: Lock<RunLoopWaker?>
+  private let token: Int
 
-  init(timer: Timer) { self.timer = Lock(timer) }
+  init(waker: RunLoopWaker, token: Int) {
+    self.waker = Lock(waker)
+    self.token = token
+  }
 
   func cancel() {
-    let timer = self.timer.withLock { timer -> Timer? in
-      defer { timer = nil }
-      return timer
+    let waker = self.waker.withLock { waker -> RunLoopWaker? in
+      defer { waker = nil }
+      return waker
     }
-    timer?.invalidate()
+    waker?.cancel(token)
   }
 }
