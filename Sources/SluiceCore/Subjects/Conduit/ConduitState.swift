@@ -163,6 +163,8 @@ struct ConduitState<Downstream: Subscriber, Parent> {
     swap(&queue, &self.queue)
     queueHead = 0
     completion = nil
+    // The value owed goes with the queue, released by the caller after unlocking.
+    if let owed = owedValue.take() { queue.append(owed) }
     return (downstream.take(), parent.take(), subject.take(), queue)
   }
 }
