@@ -94,16 +94,22 @@ class AnySubscriberBox<Input, Failure: Error>: @unchecked Sendable {
   @usableFromInline let receiveValue: (AnySubscriberBox, Input) -> Subscribers.Demand
   @usableFromInline let receiveCompletion:
     (AnySubscriberBox, Subscribers.Completion<Failure>) -> Void
+  /// The wrapped subscriber if it is a `Sink`: a subject's conduit then delivers to it as it
+  /// does to a sink attached directly, without the sink's gate (see ``Conduit``), so that an
+  /// erased subject costs what the subject costs.
+  @usableFromInline let sink: Subscribers.Sink<Input, Failure>?
 
   @inlinable
   init(
     receiveSubscription: @escaping (AnySubscriberBox, any Subscription) -> Void,
     receiveValue: @escaping (AnySubscriberBox, Input) -> Subscribers.Demand,
-    receiveCompletion: @escaping (AnySubscriberBox, Subscribers.Completion<Failure>) -> Void
+    receiveCompletion: @escaping (AnySubscriberBox, Subscribers.Completion<Failure>) -> Void,
+    sink: Subscribers.Sink<Input, Failure>?
   ) {
     self.receiveSubscription = receiveSubscription
     self.receiveValue = receiveValue
     self.receiveCompletion = receiveCompletion
+    self.sink = sink
   }
 
   /// The wrapped subscriber, as an existential (cold paths only).
@@ -130,7 +136,18 @@ final class SubscriberBox<Wrapped: Subscriber>: AnySubscriberBox<Wrapped.Input, 
       receiveValue: { unsafeDowncast($0, to: SubscriberBox.self).subscriber.receive($1) },
       receiveCompletion: {
         unsafeDowncast($0, to: SubscriberBox.self).subscriber.receive(completion: $1)
-      })
+      },
+      // Decided here, where `Wrapped` is known (a bit cast to the type it is).
+      sink: Wrapped.self == Subscribers.Sink<Wrapped.Input, Wrapped.Failure>.self
+        ? SubscriberBox.reinterpret(
+          subscriber, as: Subscribers.Sink<Wrapped.Input, Wrapped.Failure>.self)
+        : nil)
+  }
+
+  /// `value` as `Target`, which it is (checked by the caller): a bit cast, not `as`.
+  @inlinable @inline(__always)
+  static func reinterpret<Value, Target>(_ value: Value, as target: Target.Type) -> Target {
+    unsafeBitCast(value, to: target)
   }
 
   @usableFromInline override var base: any Subscriber<Wrapped.Input, Wrapped.Failure> {
