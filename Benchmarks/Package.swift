@@ -56,6 +56,16 @@ let package = Package(
       ],
       path: "Probes/Liveness"
     ),
+    // Allocation counts, checked in CI against Thresholds/ (exact: they do not move with load).
+    .executableTarget(
+      name: "SluiceAllocations",
+      dependencies: [
+        .product(name: "Sluice", package: sluice),
+        .product(name: "Benchmark", package: "package-benchmark"),
+      ],
+      path: "Benchmarks/SluiceAllocations",
+      plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
+    ),
     .executableTarget(
       name: "SluiceBenchmarks",
       dependencies: [
