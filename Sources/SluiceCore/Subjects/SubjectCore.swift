@@ -197,17 +197,25 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   func claimOrHandOff(
     _ value: Output, by context: DeliveryContext, storing storingAfterCompletion: Bool
   ) -> (SharedSubscriberList<Output, Failure>.Claim, SlotArray<AnyConduit<Output, Failure>>) {
-    state.withLock { state in
+    // The value replaced is released after unlocking: its `deinit` may call back into this
+    // subject (read `value`, cancel a subscription to it).
+    var replaced: Output?
+    let result = state.withLock {
+      state -> (SharedSubscriberList<Output, Failure>.Claim, SlotArray<AnyConduit<Output, Failure>>)
+      in
       let claim = subscribers.claimOrHandOff(by: context, &state.subscribers) {
         .value(value, $0)
       }
       // Combine: `send(_:)` after completion leaves `value` as it was; setting `value` stores.
       if replaysCurrentValue, state.completion == nil || storingAfterCompletion {
+        replaced = state.currentValue.take()
         state.currentValue = value
       }
       guard case .wait = claim else { return (claim, SlotArray()) }
       return (claim, state.subscribers.list.slots)
     }
+    withExtendedLifetime(replaced) {}
+    return result
   }
 
   /// Delivers `value` in place to `conduits` (a list kept alive by the array), by the holder
