@@ -37,6 +37,16 @@ let package = Package(
       ],
       path: "Benchmarks/RealTime"
     ),
+    // The shapes apps write (erased, shared, merged, many senders) against OpenCombine, in one
+    // process, alternately (issue 38).
+    .executableTarget(
+      name: "Shapes",
+      dependencies: [
+        .product(name: "Sluice", package: sluice),
+        .product(name: "OpenCombine", package: "OpenCombine"),
+      ],
+      path: "Benchmarks/Shapes"
+    ),
     // A second thread's call latency while another thread sends without pause (issue 29).
     .executableTarget(
       name: "Liveness",
@@ -45,6 +55,16 @@ let package = Package(
         .product(name: "OpenCombine", package: "OpenCombine"),
       ],
       path: "Probes/Liveness"
+    ),
+    // Allocation counts, checked in CI against Thresholds/ (exact: they do not move with load).
+    .executableTarget(
+      name: "SluiceAllocations",
+      dependencies: [
+        .product(name: "Sluice", package: sluice),
+        .product(name: "Benchmark", package: "package-benchmark"),
+      ],
+      path: "Benchmarks/SluiceAllocations",
+      plugins: [.plugin(name: "BenchmarkPlugin", package: "package-benchmark")]
     ),
     .executableTarget(
       name: "SluiceBenchmarks",

@@ -108,6 +108,21 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
       return .deliver(index, value, for: deliveredFor)
     }
 
+    /// The fast path of an arriving value: idle, nothing buffered, demand, a downstream — the
+    /// value's own thread takes the turn and delivers it at once, without the buffer. The turn
+    /// counts it as appended and taken at once, so its bookkeeping is what the slow path's
+    /// `arrived` + `next` would leave (idle means no waiter and nothing unwaited, so the grants
+    /// reserved are the same). Returns the downstream to deliver to, or `nil` (slow path).
+    @inlinable
+    mutating func takeDirectly(_ context: DeliveryContext) -> Downstream? {
+      guard !turn.isDelivering, buffer.isEmpty, demand > 0, let downstream else { return nil }
+      turn.begin(context)
+      turn.appended += 1
+      turn.took()
+      if demand != .unlimited { demand -= 1 }
+      return downstream
+    }
+
     /// Whether the merge has finished normally (the caller sends `.finished`).
     @inlinable
     mutating func finishedIfDone() -> Downstream? {
@@ -118,6 +133,25 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
       defer { downstream = nil }
       return downstream
     }
+  }
+
+  /// What the drain does after one lock round.
+  @usableFromInline
+  enum DrainStep {
+    /// Deliver this value of inner `index` (dismissing the waiter it is delivered for).
+    case deliver(Output, Int, Downstream, for: TurnWaiter?)
+    /// Ask inners for more after the last delivery (outside the lock), then go on.
+    case request(one: (any Subscription)?, unlimited: [any Subscription])
+    /// The turn was handed to this waiter.
+    case passed(TurnWaiter)
+    /// The turn ended with nothing else to do (the common case, kept free of payloads that
+    /// cost copies): whether demand is unlimited.
+    case idle(unlimited: Bool)
+    /// The turn ended: dismiss these waiters; send the failure owed, or finish.
+    case stop(
+      dismissed: [(position: Int, waiter: TurnWaiter)],
+      owedFailure: (Subscribers.Completion<Failure>, Downstream)?, finishing: Downstream?,
+      unlimited: Bool)
   }
 
   /// What the turn's holder does next.
@@ -226,12 +260,13 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   @inlinable
   func receiveInner(_ value: Output, index: Int) -> Subscribers.Demand {
     let context = DeliveryContext.current
-    let arrival = state.withLock { state -> DeliveryTurn.Arrival? in
+    let arrival = state.withLock { state -> (DeliveryTurn.Arrival, Downstream?)? in
       guard !state.terminal else { return nil }
+      if let downstream = state.takeDirectly(context) { return (.deliver, downstream) }
       state.buffer.append((index, value))
-      return state.turn.arrived(from: context, mayStart: state.demand > 0)
+      return (state.turn.arrived(from: context, mayStart: state.demand > 0), nil)
     }
-    switch arrival {
+    switch arrival?.0 {
     case nil, .queued:
       return .none
     case .wait(let waiter):
@@ -249,9 +284,16 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     }
     // When this call delivers its own value, its "one more" is returned, not requested (and
     // nothing is, once every inner has been asked for `.unlimited`).
-    let deliveredOwn = drain(returningFor: index, context)
+    let end: DrainEnd
+    if let downstream = arrival?.1 {
+      // The fast path: delivered at once; the drain accounts for it and goes on.
+      let more = downstream.receive(value)
+      end = drain(returningFor: index, context, delivered: (index, more))
+    } else {
+      end = drain(returningFor: index, context)
+    }
     context.exit()
-    return deliveredOwn && state.withLock({ $0.demand }) != .unlimited ? .max(1) : .none
+    return end.deliveredOwn && !end.unlimited ? .max(1) : .none
   }
 
   /// A deferred waiter of this thread was handed the turn: it delivers what is buffered from
@@ -321,75 +363,113 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
 
   // MARK: Delivery
 
+  /// What a drain reports: whether it delivered its caller's own value, and whether demand
+  /// was unlimited when it ended (then the caller's inner is asked for nothing more).
+  @usableFromInline
+  struct DrainEnd {
+    @usableFromInline let deliveredOwn: Bool
+    @usableFromInline let unlimited: Bool
+
+    @inlinable init(deliveredOwn: Bool, unlimited: Bool) {
+      self.deliveredOwn = deliveredOwn
+      self.unlimited = unlimited
+    }
+  }
+
   /// Delivers buffered values while there is demand; only the thread whose turn it is. The
   /// first value from inner `own` is this call's caller's: its "one more" is returned by the
-  /// caller instead of requested here. Returns whether that value was delivered. Stops early,
-  /// handing over the turn, when a waiting thread's value comes next.
+  /// caller instead of requested here. `delivered`: a value the caller has just delivered
+  /// (the fast path) and the demand it returned, accounted for first. Stops early, handing over
+  /// the turn, when a waiting thread's value comes next.
+  ///
+  /// One lock round per value: it accounts for the last delivery's returned demand and takes
+  /// the next value together — unless inners must be asked for more first (limited demand):
+  /// they are asked outside the lock, still inside the turn (a synchronous inner's next value
+  /// is then buffered for this loop, not delivered recursively), and the loop goes on.
   @discardableResult
   @inlinable
-  func drain(returningFor own: Int?, _ context: DeliveryContext) -> Bool {
+  func drain(
+    returningFor own: Int?, _ context: DeliveryContext,
+    delivered first: (index: Int, more: Subscribers.Demand)? = nil
+  ) -> DrainEnd {
     var own = own
     var deliveredOwn = false
-    var owedFailure: (Subscribers.Completion<Failure>, Downstream)?
+    var last: (index: Int, more: Subscribers.Demand, isOwn: Bool)?
+    if let first {
+      let isOwn = own == first.index
+      if isOwn {
+        own = nil
+        deliveredOwn = true
+      }
+      last = (first.index, first.more, isOwn)
+    }
     while true {
-      var dismissed: [(position: Int, waiter: TurnWaiter)] = []
-      var passedTo: TurnWaiter?
-      var deliveredFor: TurnWaiter?
-      let next = state.withLock { state -> (Output, Int, Downstream)?? in
+      let step = state.withLock { state -> DrainStep in
+        if let (index, more, isOwn) = last {
+          let wasUnlimited = state.demand == .unlimited
+          state.demand += more
+          if state.demand == .unlimited {
+            // Became unlimited through returned demand: every inner may now send all it has.
+            if !wasUnlimited { return .request(one: nil, unlimited: state.innersInOrder) }
+          } else if !isOwn, let inner = state.inners[index] {
+            return .request(one: inner, unlimited: [])
+          }
+        }
         if !state.terminal, let downstream = state.downstream, state.demand > 0 {
           switch state.next(context) {
           case .deliver(let index, let value, let waiter):
             if state.demand != .unlimited { state.demand -= 1 }
-            deliveredFor = waiter
-            return (value, index, downstream)
+            return .deliver(value, index, downstream, for: waiter)
           case .passed(let waiter):
-            passedTo = waiter
-            return .some(nil)
+            return .passed(waiter)
           case .stop:
             break
           }
         }
-        dismissed = state.turn.ended(context)
+        let dismissed = state.turn.ended(context)
         if let failure = state.pendingFailure.take(), let downstream = state.downstream.take() {
-          owedFailure = (failure, downstream)
+          return .stop(
+            dismissed: dismissed, owedFailure: (failure, downstream), finishing: nil,
+            unlimited: state.demand == .unlimited)
         }
-        return nil
+        let finishing = state.finishedIfDone()
+        if dismissed.isEmpty, finishing == nil {
+          return .idle(unlimited: state.demand == .unlimited)
+        }
+        return .stop(
+          dismissed: dismissed, owedFailure: nil, finishing: finishing,
+          unlimited: state.demand == .unlimited)
       }
-      guard let next else {
+      last = nil
+      switch step {
+      case .request(let one, let unlimited):
+        for inner in unlimited { inner.request(.unlimited) }
+        one?.request(.max(1))
+      case .deliver(let value, let index, let downstream, let deliveredFor):
+        deliveredFor?.dismiss()  // its value is delivered here: its call returns
+        let more = downstream.receive(value)
+        let isOwn = own == index
+        if isOwn {
+          own = nil
+          deliveredOwn = true
+        }
+        last = (index, more, isOwn)
+      case .passed(let waiter):
+        waiter.grant()  // its turn: it delivers its value and what follows
+        return DrainEnd(
+          deliveredOwn: deliveredOwn, unlimited: state.withLock { $0.demand } == .unlimited)
+      case .idle(let unlimited):
+        return DrainEnd(deliveredOwn: deliveredOwn, unlimited: unlimited)
+      case .stop(let dismissed, let owedFailure, let finishing, let unlimited):
         for (_, waiter) in dismissed { waiter.dismiss() }
-        break
-      }
-      guard let (value, index, downstream) = next else {
-        passedTo?.grant()  // its turn: it delivers its value and what follows
-        return deliveredOwn
-      }
-      deliveredFor?.dismiss()  // its value is delivered here: its call returns
-      let more = downstream.receive(value)
-      let (askInner, everyInner) = state.withLock {
-        state -> ((any Subscription)?, [any Subscription]) in
-        let wasUnlimited = state.demand == .unlimited
-        state.demand += more
-        if state.demand == .unlimited {
-          // Became unlimited through returned demand: every inner may now send all it has.
-          return (nil, wasUnlimited ? [] : state.innersInOrder)
+        if let (failure, downstream) = owedFailure {
+          downstream.receive(completion: failure)
+        } else {
+          finishing?.receive(completion: .finished)
         }
-        return (state.inners[index], [])
-      }
-      for inner in everyInner { inner.request(.unlimited) }
-      if own == index {
-        own = nil
-        deliveredOwn = true
-      } else {
-        askInner?.request(.max(1))
+        return DrainEnd(deliveredOwn: deliveredOwn, unlimited: unlimited)
       }
     }
-    if let (failure, downstream) = owedFailure {
-      downstream.receive(completion: failure)
-      return deliveredOwn
-    }
-    let finishing = state.withLock { $0.finishedIfDone() }
-    finishing?.receive(completion: .finished)
-    return deliveredOwn
   }
 
   @inlinable

@@ -108,6 +108,18 @@ struct LifecycleBox<Payload>: ~Copyable {
     lifecycle.withLock { $0.receivedValue(beforeSubscription: beforeSubscription) }
   }
 
+  /// What `project` reads from the payload in place, while subscribed: for a payload that is
+  /// costly to copy (one holding a weak reference, whose copy and destruction are runtime
+  /// calls), when a value needs only part of it.
+  @inlinable func projectPayloadForValue<Result>(_ project: (inout Payload) -> Result?) -> Result? {
+    lifecycle.withLock { state in
+      guard state.phase == .subscribed, state.heldPayload != nil else {
+        return nil
+      }
+      return project(&state.heldPayload!)
+    }
+  }
+
   /// The payload to handle the completion with; the box forgets it. `beforeSubscription`
   /// false: a completion before the subscription is ignored (and the box stays as it was).
   @inlinable func payloadForCompletion(beforeSubscription: Bool = true) -> Payload? {

@@ -20,7 +20,8 @@ extension Publishers {
 
     /// The publisher being shared.
     public let upstream: Upstream
-    private let inner: Autoconnect<Multicast<Upstream, PassthroughSubject<Output, Failure>>>
+    @usableFromInline
+    let inner: Autoconnect<Multicast<Upstream, PassthroughSubject<Output, Failure>>>
 
     /// Creates a publisher that shares one subscription to `upstream`.
     public init(upstream: Upstream) {
@@ -28,6 +29,7 @@ extension Publishers {
       inner = upstream.multicast(subject: PassthroughSubject()).autoconnect()
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Output, S.Failure == Failure {
       inner.receive(subscriber: subscriber)

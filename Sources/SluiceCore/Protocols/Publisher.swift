@@ -39,6 +39,7 @@ extension Publisher {
   /// ![Marble diagram: input.subscribe(subject)](subscribe)
   ///
   /// - Returns: a cancellable that cancels the subscription between this publisher and `subject`.
+  @inlinable
   public func subscribe<S: Subject>(_ subject: S) -> AnyCancellable
   where Failure == S.Failure, Output == S.Output {
     let subscriber = SubjectSubscriber(subject)

@@ -4,35 +4,95 @@
 ///
 /// Subscribing to it subscribes to the wrapped publisher; demand, ordering and cancellation
 /// are the wrapped publisher's.
+///
+/// **Cost.** Erasure keeps the wrapped publisher's fast paths. The wrapped publisher sees the
+/// subscriber as an ``AnySubscriber`` (a type it knows when it is erased), so its subscription
+/// is built in code specialised where `eraseToAnyPublisher()` was called; the subscriber behind
+/// it is reached by one indirect call per value, specialised where `sink` (or any subscriber)
+/// was attached. Calling the wrapped publisher's `receive(subscriber:)` through an existential
+/// instead would build its subscription in unspecialised code, paying runtime generic metadata
+/// lookups on every value (20–30× the cost of the value, measured in `Benchmarks/Shapes`).
 public struct AnyPublisher<Output, Failure: Error>: Publisher, CustomStringConvertible,
   CustomPlaygroundDisplayConvertible
 {
+  /// The wrapped publisher, with its `receive(subscriber:)` specialised for `AnySubscriber`.
   @usableFromInline
-  let base: any Publisher<Output, Failure>
+  let box: AnyPublisherBox<Output, Failure>
 
   /// Wraps `publisher`; wrapping an `AnyPublisher` again does not nest.
+  @inlinable
   public init<P: Publisher>(_ publisher: P) where Output == P.Output, Failure == P.Failure {
     if let erased = publisher as? AnyPublisher<Output, Failure> {
       self = erased
     } else {
-      base = publisher
+      box = PublisherBox(publisher)
     }
   }
 
   @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where Output == S.Input, Failure == S.Failure {
-    base.receive(subscriber: subscriber)
+    box.subscribe(box, AnySubscriber(subscriber))
   }
+
+  /// The wrapped publisher (for checks that look through erasure; not on a per-value path).
+  @usableFromInline
+  var base: any Publisher<Output, Failure> { box.base }
 
   public var description: String { "AnyPublisher" }
   public var playgroundDescription: Any { description }
+}
+
+/// The wrapped publisher of an ``AnyPublisher``, whatever its type: a function made where it was
+/// erased, in code specialised for its type. ``PublisherBox`` is the only subclass.
+///
+/// (A class holding a non-capturing function rather than a closure capturing the publisher or
+/// an overridden method, for the reasons ``AnyConduit`` gives: an overridden method of a generic
+/// class is reached through a vtable holding its unspecialised implementation.)
+@usableFromInline
+class AnyPublisherBox<Output, Failure: Error>: @unchecked Sendable {
+  // Safety: immutable; the wrapped publisher is only used to call `receive(subscriber:)`, which
+  // every publisher allows from any thread.
+  /// ``PublisherBox/publisher``'s `receive(subscriber:)`, for this box (passed in).
+  @usableFromInline let subscribe: (AnyPublisherBox, AnySubscriber<Output, Failure>) -> Void
+
+  @inlinable
+  init(subscribe: @escaping (AnyPublisherBox, AnySubscriber<Output, Failure>) -> Void) {
+    self.subscribe = subscribe
+  }
+
+  /// The wrapped publisher, as an existential (cold paths only).
+  @usableFromInline var base: any Publisher<Output, Failure> {
+    Violation.internalInconsistency("AnyPublisherBox without a publisher")
+  }
+}
+
+@usableFromInline
+final class PublisherBox<Wrapped: Publisher>: AnyPublisherBox<Wrapped.Output, Wrapped.Failure>,
+  @unchecked Sendable
+{
+  // Safety: see the base class.
+  @usableFromInline let publisher: Wrapped
+
+  @inlinable
+  init(_ publisher: Wrapped) {
+    self.publisher = publisher
+    // Non-capturing, so made without a context here, where `Wrapped` is known.
+    super.init(subscribe: { box, subscriber in
+      unsafeDowncast(box, to: PublisherBox.self).publisher.receive(subscriber: subscriber)
+    })
+  }
+
+  @usableFromInline override var base: any Publisher<Wrapped.Output, Wrapped.Failure> {
+    publisher
+  }
 }
 
 extension Publisher {
   /// Wraps this publisher with a type eraser.
   ///
   /// ![Marble diagram: eraseToAnyPublisher()](eraseToAnyPublisher)
+  @inlinable
   public func eraseToAnyPublisher() -> AnyPublisher<Output, Failure> {
     AnyPublisher(self)
   }

@@ -17,21 +17,23 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
-    private struct State {
-      var subscribers = 0
-      var connection: (any Cancellable)?
-      var connecting = false
+    @usableFromInline struct State {
+      @usableFromInline var subscribers = 0
+      @usableFromInline var connection: (any Cancellable)?
+      @usableFromInline var connecting = false
+      @inlinable init() {}
     }
 
     /// The connectable publisher that this publisher connects to.
     public let upstream: Upstream
-    private let state = Lock(State())
+    @usableFromInline let state = Lock(State())
 
     /// Creates an auto-connecting publisher.
     public init(upstream: Upstream) {
       self.upstream = upstream
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Output, S.Failure == Failure {
       upstream.receive(subscriber: AutoconnectSubscriber(parent: self, downstream: subscriber))
@@ -52,7 +54,7 @@ extension Publishers {
       stale?.cancel()
     }
 
-    fileprivate func subscriberLeft() {
+    @usableFromInline func subscriberLeft() {
       let connection = state.withLock { state -> (any Cancellable)? in
         state.subscribers -= 1
         guard state.subscribers == 0 else { return nil }
@@ -70,71 +72,73 @@ extension Publishers {
 /// It passes every signal through, handing the downstream an ``AutoconnectSubscription`` around
 /// the upstream's subscription. Its one state: whether it has been counted out (the first
 /// `cancel()` counts it out of the parent's reference count, and may disconnect).
-private final class AutoconnectSubscriber<Upstream: ConnectablePublisher, Downstream: Subscriber>:
+@usableFromInline
+final class AutoconnectSubscriber<Upstream: ConnectablePublisher, Downstream: Subscriber>:
   Subscriber, Cancellable, CustomStringConvertible, CustomReflectable,
   CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
 where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failure {
   // Safety: the upstream subscription is in the lifecycle box; the downstream and parent are
   // immutable; the downstream is called after unlocking.
-  typealias Input = Downstream.Input
-  typealias Failure = Downstream.Failure
+  @usableFromInline typealias Input = Downstream.Input
+  @usableFromInline typealias Failure = Downstream.Failure
 
-  private let parent: Publishers.Autoconnect<Upstream>
-  private let downstream: Downstream
-  private let box = LifecycleBox<Void>(())
+  @usableFromInline let parent: Publishers.Autoconnect<Upstream>
+  @usableFromInline let downstream: Downstream
+  @usableFromInline let box = LifecycleBox<Void>(())
 
-  init(parent: Publishers.Autoconnect<Upstream>, downstream: Downstream) {
+  @inlinable init(parent: Publishers.Autoconnect<Upstream>, downstream: Downstream) {
     self.parent = parent
     self.downstream = downstream
   }
 
-  func receive(subscription: any Subscription) {
+  @inlinable func receive(subscription: any Subscription) {
     if box.receive(subscription: subscription, requesting: .none) {
       downstream.receive(subscription: AutoconnectSubscription(upstream: subscription, owner: self))
     }
   }
 
-  func receive(_ input: Input) -> Subscribers.Demand { downstream.receive(input) }
+  @inlinable func receive(_ input: Input) -> Subscribers.Demand { downstream.receive(input) }
 
-  func receive(completion: Subscribers.Completion<Failure>) {
+  @inlinable func receive(completion: Subscribers.Completion<Failure>) {
     downstream.receive(completion: completion)
   }
 
   /// Cancels the upstream subscription and counts this subscriber out, once.
-  func cancel() {
+  @inlinable func cancel() {
     var first = false
     box.cancel(whenLive: { first = true })
     if first { parent.subscriberLeft() }
   }
 
-  var description: String { "Autoconnect" }
-  var customMirror: Mirror {
+  @usableFromInline var description: String { "Autoconnect" }
+  @usableFromInline var customMirror: Mirror {
     Mirror(self, children: [("parent", parent as Any), ("downstream", downstream as Any)])
   }
-  var playgroundDescription: Any { description }
+  @usableFromInline var playgroundDescription: Any { description }
 }
 
 /// The thin subscription an `Autoconnect` subscriber sees: the upstream's own subscription (its
 /// `description` and `combineIdentifier`), except that `cancel()` also counts the subscriber out
 /// of the autoconnect's reference count.
-private struct AutoconnectSubscription<Owner: AnyObject & Cancellable>: Subscription,
+@usableFromInline
+struct AutoconnectSubscription<Owner: AnyObject & Cancellable>: Subscription,
   CustomStringConvertible, CustomPlaygroundDisplayConvertible
 {
-  let upstream: any Subscription
-  let owner: Owner
+  @usableFromInline let upstream: any Subscription
+  @usableFromInline let owner: Owner
 
-  init(upstream: any Subscription, owner: Owner) {
+  @inlinable init(upstream: any Subscription, owner: Owner) {
     self.upstream = upstream
     self.owner = owner
   }
 
-  var combineIdentifier: CombineIdentifier { upstream.combineIdentifier }
-  func request(_ demand: Subscribers.Demand) { upstream.request(demand) }
-  func cancel() { owner.cancel() }
+  @inlinable var combineIdentifier: CombineIdentifier { upstream.combineIdentifier }
+  @inlinable func request(_ demand: Subscribers.Demand) { upstream.request(demand) }
+  @inlinable func cancel() { owner.cancel() }
 
-  var description: String { String(describing: upstream) }
-  var playgroundDescription: Any { description }
+  @usableFromInline var description: String { String(describing: upstream) }
+  @usableFromInline var playgroundDescription: Any { description }
 }
 
 extension ConnectablePublisher {

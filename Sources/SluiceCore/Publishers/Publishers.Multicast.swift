@@ -25,7 +25,7 @@ extension Publishers {
     /// A closure to create a new subject; called at most once.
     public let createSubject: () -> SubjectType
 
-    private let subject = Lock<SubjectType?>(nil)
+    @usableFromInline let subject = Lock<SubjectType?>(nil)
 
     /// Creates a multicast publisher.
     public init(upstream: Upstream, createSubject: @escaping () -> SubjectType) {
@@ -33,7 +33,7 @@ extension Publishers {
       self.createSubject = createSubject
     }
 
-    private var lazySubject: SubjectType {
+    @inlinable var lazySubject: SubjectType {
       if let existing = subject.withLock({ $0 }) { return existing }
       let made = createSubject()
       return subject.withLock { current in
@@ -43,12 +43,14 @@ extension Publishers {
       }
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Output, S.Failure == Failure {
       lazySubject.receive(subscriber: MulticastInner(downstream: subscriber))
     }
 
     /// Subscribes the subject to the upstream; the connection holds the subject weakly.
+    @inlinable
     public func connect() -> any Cancellable {
       let subscriber = SubjectSubscriber(lazySubject, holdingWeakly: true)
       upstream.subscribe(subscriber)
@@ -70,22 +72,23 @@ extension Publishers {
 /// | `cancel()` | terminal | terminal; cancel the subject's subscription | nothing |
 ///
 /// The downstream is released on completion and on cancel.
+@usableFromInline
 final class MulticastInner<Downstream: Subscriber>: Subscriber, Subscription,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
 {
   // Safety: all mutable state is in `box`'s lock; the downstream and the subject's
   // subscription are called after unlocking.
-  typealias Input = Downstream.Input
-  typealias Failure = Downstream.Failure
+  @usableFromInline typealias Input = Downstream.Input
+  @usableFromInline typealias Failure = Downstream.Failure
 
-  private let box: LifecycleBox<Downstream>
+  @usableFromInline let box: LifecycleBox<Downstream>
 
-  init(downstream: Downstream) {
+  @inlinable init(downstream: Downstream) {
     box = LifecycleBox(downstream)
   }
 
-  func receive(subscription: any Subscription) {
+  @inlinable func receive(subscription: any Subscription) {
     if box.receive(subscription: subscription, requesting: .none),
       let downstream = box.payloadForValue()
     {
@@ -93,24 +96,24 @@ final class MulticastInner<Downstream: Subscriber>: Subscriber, Subscription,
     }
   }
 
-  func receive(_ input: Input) -> Subscribers.Demand {
+  @inlinable func receive(_ input: Input) -> Subscribers.Demand {
     guard let downstream = box.payloadForValue() else { return .none }
     let more = downstream.receive(input)
     if more > 0 { box.subscription?.request(more) }
     return .none
   }
 
-  func receive(completion: Subscribers.Completion<Failure>) {
+  @inlinable func receive(completion: Subscribers.Completion<Failure>) {
     box.payloadForCompletion()?.receive(completion: completion)
   }
 
-  func request(_ demand: Subscribers.Demand) { box.subscription?.request(demand) }
+  @inlinable func request(_ demand: Subscribers.Demand) { box.subscription?.request(demand) }
 
-  func cancel() { box.cancel() }
+  @inlinable func cancel() { box.cancel() }
 
-  var description: String { "Multicast" }
-  var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
-  var playgroundDescription: Any { description }
+  @usableFromInline var description: String { "Multicast" }
+  @usableFromInline var customMirror: Mirror { Mirror(self, children: EmptyCollection()) }
+  @usableFromInline var playgroundDescription: Any { description }
 }
 
 extension Publisher {

@@ -5,35 +5,36 @@
 /// this wrapper); each value asks for nothing more. **Cancellation**: `cancel()` cancels the
 /// upstream and releases the subject. A multicast's connection holds its subject weakly
 /// (`holdingWeakly`), as Combine's does: the connection alone does not keep the subject alive.
+@usableFromInline
 final class SubjectSubscriber<Downstream: Subject>: Subscriber, Subscription,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
 {
   // Safety: all mutable state is in the lock-protected lifecycle; the subject is called after
   // unlocking.
-  typealias Input = Downstream.Output
-  typealias Failure = Downstream.Failure
+  @usableFromInline typealias Input = Downstream.Output
+  @usableFromInline typealias Failure = Downstream.Failure
 
   /// The subject, strongly or weakly.
-  struct Reference {
-    let strong: Downstream?
-    weak var weak: Downstream?
+  @usableFromInline struct Reference {
+    @usableFromInline let strong: Downstream?
+    @usableFromInline weak var weak: Downstream?
 
-    init(_ subject: Downstream, weakly: Bool) {
+    @inlinable init(_ subject: Downstream, weakly: Bool) {
       strong = weakly ? nil : subject
       weak = weakly ? subject : nil
     }
 
-    var subject: Downstream? { strong ?? weak }
+    @inlinable var subject: Downstream? { strong ?? weak }
   }
 
-  private let box: LifecycleBox<Reference>
+  @usableFromInline let box: LifecycleBox<Reference>
 
-  init(_ subject: Downstream, holdingWeakly: Bool = false) {
+  @inlinable init(_ subject: Downstream, holdingWeakly: Bool = false) {
     box = LifecycleBox(Reference(subject, weakly: holdingWeakly))
   }
 
-  func receive(subscription: any Subscription) {
+  @inlinable func receive(subscription: any Subscription) {
     // The subject itself requests (if it wants to) through this wrapper in
     // `send(subscription:)`.
     if box.receive(subscription: subscription, requesting: .none),
@@ -43,26 +44,28 @@ final class SubjectSubscriber<Downstream: Subject>: Subscriber, Subscription,
     }
   }
 
-  func receive(_ value: Input) -> Subscribers.Demand {
-    box.payloadForValue()?.subject?.send(value)
+  @inlinable func receive(_ value: Input) -> Subscribers.Demand {
+    // The subject read in place: a copy of `Reference` would copy and destroy its weak
+    // reference (runtime calls) on every value.
+    box.projectPayloadForValue { $0.subject }?.send(value)
     return .none
   }
 
   /// A completion before the subscription is ignored, as Combine's subject subscriber does
   /// (a `share()`'s subscribers would all complete on an upstream's contract break).
-  func receive(completion: Subscribers.Completion<Failure>) {
+  @inlinable func receive(completion: Subscribers.Completion<Failure>) {
     box.payloadForCompletion(beforeSubscription: false)?.subject?.send(completion: completion)
   }
 
-  func request(_ demand: Subscribers.Demand) {
+  @inlinable func request(_ demand: Subscribers.Demand) {
     box.subscription?.request(demand)
   }
 
-  func cancel() { box.cancel() }
+  @inlinable func cancel() { box.cancel() }
 
-  var description: String { "Subject" }
-  var customMirror: Mirror {
+  @usableFromInline var description: String { "Subject" }
+  @usableFromInline var customMirror: Mirror {
     Mirror(self, children: ["downstreamSubject": box.payload?.subject as Any])
   }
-  var playgroundDescription: Any { description }
+  @usableFromInline var playgroundDescription: Any { description }
 }

@@ -22,7 +22,8 @@ public import Synchronization
 /// of the downstream to that delivery's drain, and a `cancel()` from another thread while a
 /// sender reads the list defers it until the sender has left (see ``SharedSubscriberList``).
 ///
-/// **A `sink`** attached to the subject hands the conduit the release of its closure at its
+/// **A `sink`** attached to the subject (directly, or behind the `AnySubscriber` that an
+/// `AnyPublisher` wraps it in) hands the conduit the release of its closure at its
 /// first request (`Sink.releaseOwner`): fast deliveries then call the closure without the
 /// sink's delivery gate (two atomic operations less per value), and the conduit closes that
 /// gate — releasing the closure — when it ends, after its last delivery (at `cancel()` if none
@@ -122,15 +123,24 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   }
 
   @usableFromInline typealias SinkDownstream = Subscribers.Sink<Output, Failure>
+  @usableFromInline typealias ErasedDownstream = AnySubscriber<Output, Failure>
 
-  /// Whether the subscriber is a `Sink` (decided where the conduit is specialized).
-  @inlinable static var downstreamIsSink: Bool { Downstream.self == SinkDownstream.self }
+  /// Whether the subscriber may be a `Sink` whose closure's release this conduit takes over:
+  /// a `Sink`, or an `AnySubscriber` (which may wrap one: `AnyPublisher` wraps its subscriber).
+  /// Decided where the conduit is specialized.
+  @inlinable static var downstreamMayBeSink: Bool {
+    Downstream.self == SinkDownstream.self || Downstream.self == ErasedDownstream.self
+  }
 
-  /// The subscriber as the `Sink` it is; only where ``downstreamIsSink``. (A bit cast, not
-  /// `as AnyObject`, which for an unconstrained generic goes through the runtime's casts.)
+  /// The subscriber as the `Sink` it is or wraps (``AnySubscriberBox/sink``), or `nil`; only
+  /// where ``downstreamMayBeSink``. (Bit casts to the type it is, not `as`, which for an
+  /// unconstrained generic goes through the runtime's casts.)
   @inlinable @inline(__always)
-  static func asSink(_ downstream: Downstream) -> SinkDownstream {
-    reinterpret(downstream, as: SinkDownstream.self)
+  static func sink(of downstream: Downstream) -> SinkDownstream? {
+    if Downstream.self == SinkDownstream.self {
+      return reinterpret(downstream, as: SinkDownstream.self)
+    }
+    return reinterpret(downstream, as: ErasedDownstream.self).box.sink
   }
 
   @inlinable @inline(__always)
@@ -138,11 +148,11 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     unsafeBitCast(value, to: target)
   }
 
-  /// Whether the subscriber, a `Sink`, handed this conduit its closure's release (see
-  /// `Sink.releaseOwner`); settled before the sink's first request, so before any value.
+  /// Whether `sink` handed this conduit its closure's release (see `Sink.releaseOwner`);
+  /// settled before the sink's first request, so before any value.
   @inlinable @inline(__always)
-  func ownsSinkRelease(of downstream: Downstream) -> Bool {
-    Self.asSink(downstream).releaseOwner.load(ordering: .relaxed) == ownerWord
+  func ownsRelease(of sink: SinkDownstream) -> Bool {
+    sink.releaseOwner.load(ordering: .relaxed) == ownerWord
   }
 
   /// This conduit as `Sink.releaseOwner` names it: its address.
@@ -153,8 +163,9 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   /// if the sink has not decided yet, so that exactly one of them does).
   @inlinable
   func endSinkDelivery(_ downstream: Downstream?) {
-    guard Self.downstreamIsSink, let downstream else { return }
-    let sink = Self.asSink(downstream)
+    guard Self.downstreamMayBeSink, let downstream, let sink = Self.sink(of: downstream) else {
+      return
+    }
     if sink.decidedReleaseOwner() == ownerWord { sink.closeGate() }
   }
 
@@ -211,9 +222,11 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     // Safety: only this sender delivers while the word is eligible, and nothing writes
     // `fastSlot` meanwhile (see the type).
     withFastDownstream { slot in
-      if Self.downstreamIsSink, ownsSinkRelease(of: slot.unsafelyUnwrapped) {
+      if Self.downstreamMayBeSink, let sink = Self.sink(of: slot.unsafelyUnwrapped),
+        ownsRelease(of: sink)
+      {
         // A sink whose `receiveValue` this conduit releases: no gate (see `Sink.releaseOwner`).
-        Self.asSink(slot.unsafelyUnwrapped).receiveFromOwner(value)
+        sink.receiveFromOwner(value)
       } else {
         _ = slot.unsafelyUnwrapped.receive(value)  // demand stays `.unlimited`
       }
@@ -258,10 +271,12 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       // Eligible: demand is `.unlimited` already and nothing waits, so nothing changes (and a
       // sender may be delivering without the lock).
       if fast.load(ordering: .relaxed) == Self.eligible { return (false, nil) }
-      if Self.downstreamIsSink, !state.announcedDemand, let downstream = state.downstream {
+      if Self.downstreamMayBeSink, !state.announcedDemand, let downstream = state.downstream,
+        let sink = Self.sink(of: downstream)
+      {
         // The sink's first request, on the subscription it accepted: this conduit takes over
         // the release of its closure, unless a cancel or completion decided first.
-        _ = Self.asSink(downstream).releaseOwner.compareExchange(
+        _ = sink.releaseOwner.compareExchange(
           expected: 0, desired: ownerWord, ordering: .acquiringAndReleasing)
       }
       if suspendFastPath(state.parent) == .inFlight { state.draining = true }

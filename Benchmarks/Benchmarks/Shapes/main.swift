@@ -1,0 +1,557 @@
+// The shapes apps write (issue 38): erased, shared, merged, flatMapped, zipped pipelines, and
+// one subject fed by 1, 2, 8 or 16 threads — Sluice and OpenCombine measured in the same
+// process, alternately, so that their ratio holds on a shared, noisy machine.
+//
+//   Shapes                       # every row, 7 alternating rounds, one table
+//   Shapes --filter erase        # the rows whose name contains a match (a regular expression)
+//   Shapes --rounds 11           # more rounds (each round measures every implementation once)
+//
+// A row's figure is the median over rounds of ns per value (per pair for zip, per subscription
+// for the subscribe rows); senders rows give values per second through the subject.
+import Foundation
+import OpenCombine
+import Sluice
+import Synchronization
+
+let arguments = CommandLine.arguments.dropFirst()
+func option(_ name: String) -> String? {
+  guard let index = arguments.firstIndex(of: name),
+    arguments.index(after: index) < arguments.endIndex
+  else { return nil }
+  return arguments[arguments.index(after: index)]
+}
+let filter = try Regex(option("--filter") ?? ".*")
+let rounds = Int(option("--rounds") ?? "7") ?? 7
+/// `--profile N`: runs only Sluice's implementation of the matching rows, N samples each (for
+/// `perf record`), and prints nothing else.
+let profileSamples = option("--profile").flatMap { Int($0) }
+
+/// Values moved per timed sample.
+let values = 20_000
+
+/// Counts what a sink received (one pipeline at a time, serial deliveries).
+final class Tally: @unchecked Sendable {
+  // Safety: each sample uses its own tally; deliveries to a sink are serial.
+  var count = 0
+}
+
+@inline(never)
+func consume(_ tally: Tally, _ value: Int) { tally.count &+= 1 }
+
+/// Stops a row that lost or duplicated values.
+func check(_ delivered: Int, _ expected: Int, _ row: String) {
+  if delivered != expected {
+    fatalError("\(row): delivered \(delivered), expected \(expected)")
+  }
+}
+
+/// Nanoseconds that `body` takes.
+func time(_ body: () -> Void) -> Double {
+  let start = DispatchTime.now().uptimeNanoseconds
+  body()
+  return Double(DispatchTime.now().uptimeNanoseconds - start)
+}
+
+/// One implementation of a shape: returns nanoseconds per unit for one sample.
+struct Implementation {
+  let name: String
+  let sample: () -> Double
+}
+
+struct Shape {
+  let name: String
+  let unit: String
+  let implementations: [Implementation]
+}
+
+nonisolated(unsafe) var shapes: [Shape] = []
+
+/// Registers a shape whose sample sends `values` values through a pipeline built once per
+/// sample; `sluice` and `openCombine` return ns per unit.
+func shape(_ name: String, unit: String = "value", _ implementations: [(String, () -> Double)]) {
+  shapes.append(
+    Shape(
+      name: name, unit: unit,
+      implementations: implementations.map { Implementation(name: $0.0, sample: $0.1) }))
+}
+
+// MARK: - One thread sending
+
+shape(
+  "subject.sink",
+  [
+    (
+      "Sluice",
+      {
+        let subject = Sluice.PassthroughSubject<Int, Never>()
+        let tally = Tally()
+        let c = subject.sink { consume(tally, $0) }
+        let t = time { for v in 0..<values { subject.send(v) } }
+        check(tally.count, values, "subject.sink"); c.cancel()
+        return t / Double(values)
+      }
+    ),
+    (
+      "OpenCombine",
+      {
+        let subject = OpenCombine.PassthroughSubject<Int, Never>()
+        let tally = Tally()
+        let c = subject.sink { consume(tally, $0) }
+        let t = time { for v in 0..<values { subject.send(v) } }
+        check(tally.count, values, "subject.sink"); c.cancel()
+        return t / Double(values)
+      }
+    ),
+  ])
+
+shape(
+  "subject.eraseToAnyPublisher().sink",
+  [
+    (
+      "Sluice",
+      {
+        let subject = Sluice.PassthroughSubject<Int, Never>()
+        let tally = Tally()
+        let c = subject.eraseToAnyPublisher().sink { consume(tally, $0) }
+        let t = time { for v in 0..<values { subject.send(v) } }
+        check(tally.count, values, "erased"); c.cancel()
+        return t / Double(values)
+      }
+    ),
+    (
+      "OpenCombine",
+      {
+        let subject = OpenCombine.PassthroughSubject<Int, Never>()
+        let tally = Tally()
+        let c = subject.eraseToAnyPublisher().sink { consume(tally, $0) }
+        let t = time { for v in 0..<values { subject.send(v) } }
+        check(tally.count, values, "erased"); c.cancel()
+        return t / Double(values)
+      }
+    ),
+  ])
+
+shape(
+  "subject.map.filter.sink",
+  [
+    (
+      "Sluice",
+      {
+        let subject = Sluice.PassthroughSubject<Int, Never>()
+        let tally = Tally()
+        let c = subject.map { $0 &+ 1 }.filter { $0 >= 0 }.sink { consume(tally, $0) }
+        let t = time { for v in 0..<values { subject.send(v) } }
+        check(tally.count, values, "map.filter"); c.cancel()
+        return t / Double(values)
+      }
+    ),
+    (
+      "OpenCombine",
+      {
+        let subject = OpenCombine.PassthroughSubject<Int, Never>()
+        let tally = Tally()
+        let c = subject.map { $0 &+ 1 }.filter { $0 >= 0 }.sink { consume(tally, $0) }
+        let t = time { for v in 0..<values { subject.send(v) } }
+        check(tally.count, values, "map.filter"); c.cancel()
+        return t / Double(values)
+      }
+    ),
+  ])
+
+shape(
+  "subject.map.filter.eraseToAnyPublisher().sink",
+  [
+    (
+      "Sluice",
+      {
+        let subject = Sluice.PassthroughSubject<Int, Never>()
+        let tally = Tally()
+        let c = subject.map { $0 &+ 1 }.filter { $0 >= 0 }.eraseToAnyPublisher()
+          .sink { consume(tally, $0) }
+        let t = time { for v in 0..<values { subject.send(v) } }
+        check(tally.count, values, "map.filter.erased"); c.cancel()
+        return t / Double(values)
+      }
+    ),
+    (
+      "OpenCombine",
+      {
+        let subject = OpenCombine.PassthroughSubject<Int, Never>()
+        let tally = Tally()
+        let c = subject.map { $0 &+ 1 }.filter { $0 >= 0 }.eraseToAnyPublisher()
+          .sink { consume(tally, $0) }
+        let t = time { for v in 0..<values { subject.send(v) } }
+        check(tally.count, values, "map.filter.erased"); c.cancel()
+        return t / Double(values)
+      }
+    ),
+  ])
+
+/// OpenCombine 0.14 has no `merge`: the same shape as a flatMap over the two subjects.
+func openCombineMerge(
+  _ a: OpenCombine.PassthroughSubject<Int, Never>, _ b: OpenCombine.PassthroughSubject<Int, Never>
+)
+  -> OpenCombine.Publishers.FlatMap<
+    OpenCombine.PassthroughSubject<Int, Never>,
+    OpenCombine.Publishers.Sequence<[OpenCombine.PassthroughSubject<Int, Never>], Never>
+  >
+{
+  OpenCombine.Publishers.Sequence(sequence: [a, b]).flatMap { $0 }
+}
+
+for erased in [false, true] {
+  let name = "s1.merge(with: s2)\(erased ? ".eraseToAnyPublisher()" : "") → sink"
+  shape(
+    name,
+    [
+      (
+        "Sluice",
+        {
+          let a = Sluice.PassthroughSubject<Int, Never>()
+          let b = Sluice.PassthroughSubject<Int, Never>()
+          let tally = Tally()
+          let merged = a.merge(with: b)
+          let c =
+            erased
+            ? merged.eraseToAnyPublisher().sink { consume(tally, $0) }
+            : merged.sink { consume(tally, $0) }
+          let t = time { for v in 0..<values / 2 { a.send(v); b.send(v) } }
+          check(tally.count, values, name); c.cancel()
+          return t / Double(values)
+        }
+      ),
+      (
+        "OpenCombine (flatMap)",
+        {
+          let a = OpenCombine.PassthroughSubject<Int, Never>()
+          let b = OpenCombine.PassthroughSubject<Int, Never>()
+          let tally = Tally()
+          let merged = openCombineMerge(a, b)
+          let c =
+            erased
+            ? merged.eraseToAnyPublisher().sink { consume(tally, $0) }
+            : merged.sink { consume(tally, $0) }
+          let t = time { for v in 0..<values / 2 { a.send(v); b.send(v) } }
+          check(tally.count, values, name); c.cancel()
+          return t / Double(values)
+        }
+      ),
+    ])
+}
+
+for erased in [false, true] {
+  let name = "outer.flatMap { $0 }\(erased ? ".eraseToAnyPublisher()" : "") → sink"
+  shape(
+    name,
+    [
+      (
+        "Sluice",
+        {
+          let outer = Sluice.PassthroughSubject<Sluice.PassthroughSubject<Int, Never>, Never>()
+          let inner = Sluice.PassthroughSubject<Int, Never>()
+          let tally = Tally()
+          let flat = outer.flatMap { $0 }
+          let c =
+            erased
+            ? flat.eraseToAnyPublisher().sink { consume(tally, $0) }
+            : flat.sink { consume(tally, $0) }
+          outer.send(inner)
+          let t = time { for v in 0..<values { inner.send(v) } }
+          check(tally.count, values, name); c.cancel()
+          return t / Double(values)
+        }
+      ),
+      (
+        "OpenCombine",
+        {
+          let outer = OpenCombine.PassthroughSubject<
+            OpenCombine.PassthroughSubject<Int, Never>, Never
+          >()
+          let inner = OpenCombine.PassthroughSubject<Int, Never>()
+          let tally = Tally()
+          let flat = outer.flatMap { $0 }
+          let c =
+            erased
+            ? flat.eraseToAnyPublisher().sink { consume(tally, $0) }
+            : flat.sink { consume(tally, $0) }
+          outer.send(inner)
+          let t = time { for v in 0..<values { inner.send(v) } }
+          check(tally.count, values, name); c.cancel()
+          return t / Double(values)
+        }
+      ),
+    ])
+}
+
+for erased in [false, true] {
+  let name = "s1.zip(s2)\(erased ? ".eraseToAnyPublisher()" : "") → sink"
+  shape(
+    name, unit: "pair",
+    [
+      (
+        "Sluice",
+        {
+          let a = Sluice.PassthroughSubject<Int, Never>()
+          let b = Sluice.PassthroughSubject<Int, Never>()
+          let tally = Tally()
+          let zipped = a.zip(b)
+          let c =
+            erased
+            ? zipped.eraseToAnyPublisher().sink { consume(tally, $0.0) }
+            : zipped.sink { consume(tally, $0.0) }
+          let pairs = values / 2
+          let t = time { for v in 0..<pairs { a.send(v); b.send(v) } }
+          check(tally.count, pairs, name); c.cancel()
+          return t / Double(pairs)
+        }
+      ),
+      (
+        "OpenCombine",
+        {
+          let a = OpenCombine.PassthroughSubject<Int, Never>()
+          let b = OpenCombine.PassthroughSubject<Int, Never>()
+          let tally = Tally()
+          let zipped = a.zip(b)
+          let c =
+            erased
+            ? zipped.eraseToAnyPublisher().sink { consume(tally, $0.0) }
+            : zipped.sink { consume(tally, $0.0) }
+          let pairs = values / 2
+          let t = time { for v in 0..<pairs { a.send(v); b.send(v) } }
+          check(tally.count, pairs, name); c.cancel()
+          return t / Double(pairs)
+        }
+      ),
+    ])
+}
+
+for erased in [false, true] {
+  let name = "subject.share()\(erased ? ".eraseToAnyPublisher()" : "").sink"
+  shape(
+    name,
+    [
+      (
+        "Sluice",
+        {
+          let subject = Sluice.PassthroughSubject<Int, Never>()
+          let tally = Tally()
+          let shared = subject.share()
+          let c =
+            erased
+            ? shared.eraseToAnyPublisher().sink { consume(tally, $0) }
+            : shared.sink { consume(tally, $0) }
+          let t = time { for v in 0..<values { subject.send(v) } }
+          check(tally.count, values, name); c.cancel()
+          return t / Double(values)
+        }
+      ),
+      (
+        "OpenCombine",
+        {
+          let subject = OpenCombine.PassthroughSubject<Int, Never>()
+          let tally = Tally()
+          let shared = subject.share()
+          let c =
+            erased
+            ? shared.eraseToAnyPublisher().sink { consume(tally, $0) }
+            : shared.sink { consume(tally, $0) }
+          let t = time { for v in 0..<values { subject.send(v) } }
+          check(tally.count, values, name); c.cancel()
+          return t / Double(values)
+        }
+      ),
+    ])
+}
+
+shape(
+  "subject.multicast(subject:) with 2 sinks, connected", unit: "send",
+  [
+    (
+      "Sluice",
+      {
+        let subject = Sluice.PassthroughSubject<Int, Never>()
+        let tally = Tally()
+        let multicast = subject.multicast(subject: Sluice.PassthroughSubject<Int, Never>())
+        let c1 = multicast.sink { consume(tally, $0) }
+        let c2 = multicast.sink { consume(tally, $0) }
+        let connection = multicast.connect()
+        let t = time { for v in 0..<values { subject.send(v) } }
+        check(tally.count, 2 * values, "multicast"); c1.cancel(); c2.cancel(); connection.cancel()
+        return t / Double(values)
+      }
+    ),
+    (
+      "OpenCombine",
+      {
+        let subject = OpenCombine.PassthroughSubject<Int, Never>()
+        let tally = Tally()
+        let multicast = subject.multicast(subject: OpenCombine.PassthroughSubject<Int, Never>())
+        let c1 = multicast.sink { consume(tally, $0) }
+        let c2 = multicast.sink { consume(tally, $0) }
+        let connection = multicast.connect()
+        let t = time { for v in 0..<values { subject.send(v) } }
+        check(tally.count, 2 * values, "multicast"); c1.cancel(); c2.cancel(); connection.cancel()
+        return t / Double(values)
+      }
+    ),
+  ])
+
+for erased in [false, true] {
+  let name = "Just(v)\(erased ? ".eraseToAnyPublisher()" : "").sink (subscribe each)"
+  let count = values / 10
+  shape(
+    name, unit: "subscription",
+    [
+      (
+        "Sluice",
+        {
+          let tally = Tally()
+          let t = time {
+            for v in 0..<count {
+              if erased {
+                _ = Sluice.Just(v).eraseToAnyPublisher().sink { consume(tally, $0) }
+              } else {
+                _ = Sluice.Just(v).sink { consume(tally, $0) }
+              }
+            }
+          }
+          check(tally.count, count, name)
+          return t / Double(count)
+        }
+      ),
+      (
+        "OpenCombine",
+        {
+          let tally = Tally()
+          let t = time {
+            for v in 0..<count {
+              if erased {
+                _ = OpenCombine.Just(v).eraseToAnyPublisher().sink { consume(tally, $0) }
+              } else {
+                _ = OpenCombine.Just(v).sink { consume(tally, $0) }
+              }
+            }
+          }
+          check(tally.count, count, name)
+          return t / Double(count)
+        }
+      ),
+    ])
+}
+
+// MARK: - Several threads sending
+
+/// `senders` threads each send `perSender` values into `send` at once; returns ns per value
+/// (wall clock from the start signal until every sender has returned).
+func concurrentSends(senders: Int, perSender: Int, _ send: @escaping @Sendable (Int) -> Void)
+  -> Double
+{
+  let ready = DispatchSemaphore(value: 0)
+  let go = Atomic<Bool>(false)
+  let done = DispatchGroup()
+  for sender in 0..<senders {
+    done.enter()
+    Thread.detachNewThread {
+      ready.signal()
+      while !go.load(ordering: .acquiring) {}
+      for v in 0..<perSender { send(sender &* perSender &+ v) }
+      done.leave()
+    }
+  }
+  for _ in 0..<senders { ready.wait() }
+  let start = DispatchTime.now().uptimeNanoseconds
+  go.store(true, ordering: .releasing)
+  done.wait()
+  return Double(DispatchTime.now().uptimeNanoseconds - start) / Double(senders * perSender)
+}
+
+final class AtomicTally: Sendable {
+  let count = Atomic<Int>(0)
+}
+
+/// OpenCombine's subject, which is not `Sendable` but is safe to send into from any thread.
+struct SendableBox<Value>: @unchecked Sendable {
+  // Safety: only for OpenCombine's `PassthroughSubject`, whose `send` takes a lock.
+  let value: Value
+}
+
+for senders in [1, 2, 8, 16] {
+  let name = "PassthroughSubject, 1 sink, \(senders) sender thread\(senders == 1 ? "" : "s")"
+  let total = 40_000
+  shape(
+    name, unit: "value",
+    [
+      (
+        "Sluice",
+        {
+          let subject = Sluice.PassthroughSubject<Int, Never>()
+          let tally = AtomicTally()
+          let c = subject.sink { _ in tally.count.add(1, ordering: .relaxed) }
+          let t = concurrentSends(senders: senders, perSender: total / senders) { subject.send($0) }
+          check(tally.count.load(ordering: .relaxed), total, name); c.cancel()
+          return t
+        }
+      ),
+      (
+        "OpenCombine",
+        {
+          let subject = SendableBox(value: OpenCombine.PassthroughSubject<Int, Never>())
+          let tally = AtomicTally()
+          let c = subject.value.sink { @Sendable _ in tally.count.add(1, ordering: .relaxed) }
+          let t = concurrentSends(senders: senders, perSender: total / senders) {
+            subject.value.send($0)
+          }
+          check(tally.count.load(ordering: .relaxed), total, name); c.cancel()
+          return t
+        }
+      ),
+    ])
+}
+
+// MARK: - Run
+
+func median(_ samples: [Double]) -> Double {
+  let sorted = samples.sorted()
+  return sorted[sorted.count / 2]
+}
+
+let model =
+  (try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8))?.split(separator: "\n")
+  .first { $0.hasPrefix("model name") }?.split(separator: ":").last?
+  .trimmingCharacters(in: .whitespaces) ?? "?"
+let load =
+  (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
+  .split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+if let profileSamples {
+  for shape in shapes where shape.name.contains(filter) {
+    for _ in 0..<profileSamples { _ = shape.implementations[0].sample() }
+  }
+  exit(0)
+}
+print("CPU: \(model); load average at start: \(load); \(rounds) alternating rounds, median")
+print(
+  "| shape | Sluice ns/unit | OpenCombine ns/unit | OpenCombine/Sluice | Sluice M values/s | OpenCombine M values/s |"
+)
+print("|---|---|---|---|---|---|")
+for shape in shapes where shape.name.contains(filter) {
+  // Warm-up, then alternating rounds.
+  for implementation in shape.implementations { _ = implementation.sample() }
+  var samples = Array(repeating: [Double](), count: shape.implementations.count)
+  for _ in 0..<rounds {
+    for (index, implementation) in shape.implementations.enumerated() {
+      samples[index].append(implementation.sample())
+    }
+  }
+  let medians = samples.map(median)
+  let sluice = medians[0]
+  let anchor = medians[1]
+  let rate = shape.unit == "value" || shape.unit == "send"
+  print(
+    "| \(shape.name) (per \(shape.unit)) | \(String(format: "%.1f", sluice)) | \(String(format: "%.1f", anchor)) | \(String(format: "%.2fx", anchor / sluice)) | \(rate ? String(format: "%.2f", 1e3 / sluice) : "") | \(rate ? String(format: "%.2f", 1e3 / anchor) : "") |"
+  )
+  fflush(nil)
+}
+let loadEnd =
+  (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
+  .split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
+print("load average at end: \(loadEnd)")
