@@ -38,7 +38,7 @@ struct AsyncFeedbackTests {
         if stop.value.load(ordering: .relaxed) != 0 { break }
       }
     }
-    let returned = await allReturn(threads: 5, deadline: .seconds(120)) { index in
+    let returned = await allReturn(threads: 5, deadline: .seconds(600)) { index in
       for i in 1...20_000 {
         if index == 4 {
           shared.value.1.send(i)
@@ -52,7 +52,7 @@ struct AsyncFeedbackTests {
     for subject in subjects { subject.send(1) }
     current.send(1)
     #expect(returned, "every sender returned (no deadlock)")
-    let ended = await allReturn(threads: 1, deadline: .seconds(30)) { _ in
+    let ended = await allReturn(threads: 1, deadline: .seconds(600)) { _ in
       let done = DispatchSemaphore(value: 0)
       Task { [first, second] in
         _ = await first.value

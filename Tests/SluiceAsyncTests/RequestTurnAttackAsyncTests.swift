@@ -15,7 +15,7 @@ struct RequestTurnAttackAsyncTests {
       let busy = subject.sink { _ in }
       let stop = Atomic<Bool>(false)
       let senders = Task.detached {
-        await allReturn(threads: 2, deadline: .seconds(60)) { index in
+        await allReturn(threads: 2, deadline: .seconds(600)) { index in
           var i = 1
           while !stop.load(ordering: .relaxed) {
             subject.send((index + 1) * 1_000_000 + i)

@@ -35,7 +35,7 @@ struct AdversarialBoundTests {
     let receivedBySecond = Atomic<Int>(0)
     let holder = SharedBox<AnyCancellable?>(nil)
     let perSender = 3_000
-    let returned = await allReturn(threads: 5, deadline: .seconds(120)) { index in
+    let returned = await allReturn(threads: 5, deadline: .seconds(600)) { index in
       if index == 4 {
         // Attaches once the senders are going; its first value takes 40 ms.
         while sent.load(ordering: .relaxed) < 200 { usleep(100) }
@@ -97,7 +97,7 @@ struct AdversarialBoundTests {
     let received = Atomic<Int>(0)
     let holder = SharedBox<AnyCancellable?>(nil)
     let attached = Atomic<Bool>(false)
-    let returned = await allReturn(threads: 3, deadline: .seconds(60)) { index in
+    let returned = await allReturn(threads: 3, deadline: .seconds(600)) { index in
       if index == 2 {
         let isFirst = Atomic<Bool>(true)
         let cancellable = subject.sink { _ in
@@ -159,7 +159,7 @@ struct AdversarialBoundTests {
       let got = otherReturned.wait(timeout: .now() + .seconds(2)) == .success
       sawOtherReturn.withLock { $0 = got }
     }
-    let returned = await allReturn(threads: 1, deadline: .seconds(60)) { _ in
+    let returned = await allReturn(threads: 1, deadline: .seconds(600)) { _ in
       let done = DispatchSemaphore(value: 0)
       Thread.detachNewThread {
         s0.send(0)
@@ -195,7 +195,7 @@ struct AdversarialBoundTests {
       let got = otherReturned.wait(timeout: .now() + .seconds(2)) == .success
       sawOtherReturn.withLock { $0 = got }
     }
-    let returned = await allReturn(threads: 1, deadline: .seconds(60)) { _ in
+    let returned = await allReturn(threads: 1, deadline: .seconds(600)) { _ in
       let done = DispatchSemaphore(value: 0)
       Thread.detachNewThread {
         a.send(0)

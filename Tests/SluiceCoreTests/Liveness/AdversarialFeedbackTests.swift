@@ -41,7 +41,7 @@ struct AdversarialFeedbackTests {
       tallyB.record(value)
       if Self.fedBack(value) { subjects[(abs(value) / 7) % 8].send(-(value + 1)) }
     }
-    let returned = await allReturn(threads: 8, deadline: .seconds(120)) { sender in
+    let returned = await allReturn(threads: 8, deadline: .seconds(600)) { sender in
       for index in 0..<Self.count { subjects[sender].send(Self.value(sender, index)) }
     }
     #expect(returned, "every sender returned (no deadlock)")
@@ -74,7 +74,7 @@ struct AdversarialFeedbackTests {
     }
     let stop = Atomic<Bool>(false)
     let churned = Atomic<Int>(0)
-    let returned = await allReturn(threads: 6, deadline: .seconds(120)) { index in
+    let returned = await allReturn(threads: 6, deadline: .seconds(600)) { index in
       if index >= 4 {
         var round = 0
         while !stop.load(ordering: .relaxed) {
@@ -132,7 +132,7 @@ struct AdversarialFeedbackTests {
     }
     switching.send(sources[0].eraseToAnyPublisher())
 
-    let returned = await allReturn(threads: 4, deadline: .seconds(120)) { index in
+    let returned = await allReturn(threads: 4, deadline: .seconds(600)) { index in
       if index < 2 {
         for i in 0..<Self.count { children[index].send(Self.value(index, i)) }
       } else {
@@ -185,7 +185,7 @@ struct AdversarialFeedbackTests {
       { a.send($0) }, { b.send($0) }, { c.send($0) }, { d.send($0) },
     ]
     let shared = UncheckedSendable(subjects)
-    let returned = await allReturn(threads: 4, deadline: .seconds(120)) { index in
+    let returned = await allReturn(threads: 4, deadline: .seconds(600)) { index in
       for i in 0..<Self.count { shared.value[index](Self.value(index, i)) }
     }
     #expect(returned, "every sender returned (no deadlock)")
@@ -232,7 +232,7 @@ struct AdversarialFeedbackTests {
       .delay(for: .zero, scheduler: ImmediateScheduler.shared)
       .subscribe(consumer)
     let stop = Atomic<Bool>(false)
-    let returned = await allReturn(threads: 3, deadline: .seconds(120)) { index in
+    let returned = await allReturn(threads: 3, deadline: .seconds(600)) { index in
       if index == 2 {
         while !stop.load(ordering: .relaxed) {
           // One at a time, once the previous one has arrived (a consumer's pace).
@@ -290,7 +290,7 @@ struct AdversarialFeedbackTests {
           logB.withLock { if $0.completions > 0 { $0.afterCompletion += 1 } }
           if Self.fedBack(value) { a.send(-value) }
         })
-      let returned = await allReturn(threads: 4, deadline: .seconds(60)) { index in
+      let returned = await allReturn(threads: 4, deadline: .seconds(600)) { index in
         let subject = index % 2 == 0 ? a : b
         for i in 0..<1_000 { subject.send(Self.value(index, i)) }
       }
@@ -339,7 +339,7 @@ struct AdversarialFeedbackTests {
       attached.withLock { $0.append(greeter) }
     }
     let sendersDone = Atomic<Int>(0)
-    let returned = await allReturn(threads: 5, deadline: .seconds(120)) { index in
+    let returned = await allReturn(threads: 5, deadline: .seconds(600)) { index in
       if index == 4 {
         while sendersDone.load(ordering: .relaxed) < 4 {
           let greeter = Greeter {
@@ -402,7 +402,7 @@ struct AdversarialFeedbackTests {
     }
     subscribe()
     let perSender = Self.count / 4
-    let returned = await allReturn(threads: 16, deadline: .seconds(120)) { index in
+    let returned = await allReturn(threads: 16, deadline: .seconds(600)) { index in
       if index >= 8 {
         for i in 0..<perSender {
           subjects[index - 8].send(Self.value(index, i))
@@ -454,7 +454,7 @@ struct AdversarialFeedbackTests {
         }
       }
       let box = UncheckedSendable(sinks)
-      let returned = await allReturn(threads: 4, deadline: .seconds(60)) { index in
+      let returned = await allReturn(threads: 4, deadline: .seconds(600)) { index in
         if index == 3 {
           usleep(UInt32(500 + round * 300))
           for i in 0..<3 {

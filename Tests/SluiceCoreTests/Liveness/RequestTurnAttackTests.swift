@@ -228,7 +228,7 @@ struct RequestTurnAttackTests {
     let misses = Atomic<Int>(0)
     let foreign = Atomic<Int>(0)
     let reads = 2_000
-    let returned = await allReturn(threads: 4, deadline: .seconds(60)) { _ in
+    let returned = await allReturn(threads: 4, deadline: .seconds(600)) { _ in
       for _ in 0..<reads {
         let got = Atomic<Int>(-1)
         let thread = Atomic<Int>(0)
@@ -286,7 +286,7 @@ struct RequestTurnAttackTests {
       return 0
     }
     subject.subscribe(probe)
-    let returned = await allReturn(threads: 2, deadline: .seconds(60)) { index in
+    let returned = await allReturn(threads: 2, deadline: .seconds(600)) { index in
       for i in 1...5_000 { subject.send((index + 1) * Self.stride + i) }
     }
     #expect(returned)
@@ -332,7 +332,7 @@ struct RequestTurnAttackTests {
         _ = release.wait(timeout: .now() + 10)
       }
       let probe = Probe<Int>(initialDemand: .unlimited)
-      let returned = await allReturn(threads: 2, deadline: .seconds(30)) { index in
+      let returned = await allReturn(threads: 2, deadline: .seconds(600)) { index in
         if index == 0 {
           subject.send(1)
           subject.send(2)
@@ -371,7 +371,7 @@ struct RequestTurnAttackTests {
         _ = release.wait(timeout: .now() + 10)
       }
       let probe = Probe<Int>(initialDemand: .unlimited)
-      let returned = await allReturn(threads: 3, deadline: .seconds(30)) { index in
+      let returned = await allReturn(threads: 3, deadline: .seconds(600)) { index in
         switch index {
         case 0:
           t1.send(1)
@@ -411,7 +411,7 @@ struct RequestTurnAttackTests {
       if isCurrent { current.subscribe(probe) } else { passthrough.subscribe(probe) }
       let done = Atomic<Bool>(false)
       let starved = Atomic<Int>(0)
-      let returned = await allReturn(threads: 3, deadline: .seconds(60)) { index in
+      let returned = await allReturn(threads: 3, deadline: .seconds(600)) { index in
         if index == 2 {
           defer { done.store(true, ordering: .sequentiallyConsistent) }
           for _ in 0..<2_000 {
@@ -452,7 +452,7 @@ struct RequestTurnAttackTests {
     }
     subject.subscribe(x)
     subject.subscribe(y)
-    let returned = await allReturn(threads: 2, deadline: .seconds(60)) { index in
+    let returned = await allReturn(threads: 2, deadline: .seconds(600)) { index in
       for i in 1...5_000 { subject.send((index + 1) * Self.stride + i) }
     }
     #expect(returned)
@@ -478,7 +478,7 @@ struct RequestTurnAttackTests {
       probes.withLock { $0.append(probe) }
       subject.subscribe(probe)
     }
-    let returned = await allReturn(threads: 2, deadline: .seconds(60)) { index in
+    let returned = await allReturn(threads: 2, deadline: .seconds(600)) { index in
       for i in 1...3_000 { subject.send((index + 1) * Self.stride + i) }
     }
     #expect(returned)
@@ -504,7 +504,7 @@ struct RequestTurnAttackTests {
     let late = Atomic<Int>(0)
     let canaries = SharedBox<[WeakRef<Canary>]>([])
     let stop = Atomic<Bool>(false)
-    let returned = await allReturn(threads: 2, deadline: .seconds(60)) { index in
+    let returned = await allReturn(threads: 2, deadline: .seconds(600)) { index in
       if index == 0 {
         var i = 1
         while !stop.load(ordering: .relaxed) {
@@ -544,7 +544,7 @@ struct RequestTurnAttackTests {
       let subject = CurrentValueSubject<Int, Never>(0)
       let busy = subject.sink { _ in }
       let probes = (0..<2).map { _ in Probe<Int>(initialDemand: .max(2)) { _, _ in 1 } }
-      let returned = await allReturn(threads: 4, deadline: .seconds(30)) { index in
+      let returned = await allReturn(threads: 4, deadline: .seconds(600)) { index in
         switch index {
         case 0:
           for i in 1...200 { subject.send(i) }
@@ -581,7 +581,7 @@ struct RequestTurnAttackTests {
     let shareProbes = (0..<2).map { _ in Probe<Int>(initialDemand: .unlimited) }
     let multicastProbe = Probe<Int>(initialDemand: .max(1))
     let stop = Atomic<Bool>(false)
-    let returned = await allReturn(threads: 4, deadline: .seconds(60)) { index in
+    let returned = await allReturn(threads: 4, deadline: .seconds(600)) { index in
       switch index {
       case 0:
         defer { stop.store(true, ordering: .sequentiallyConsistent) }
@@ -638,7 +638,7 @@ struct RequestTurnAttackTests {
       let sendReturned = Atomic<Bool>(false)
       let requestsAfterRelease = Atomic<Int>(0)
       let limit = 300_000
-      let returned = await allReturn(threads: 2, deadline: .seconds(60)) { index in
+      let returned = await allReturn(threads: 2, deadline: .seconds(600)) { index in
         if index == 0 {
           subject.send(1)
           sendReturned.store(true, ordering: .sequentiallyConsistent)
