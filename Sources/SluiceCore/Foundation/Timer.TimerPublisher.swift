@@ -61,27 +61,51 @@ extension Timer {
 
     /// Starts the timer; cancel the result to stop it.
     public func connect() -> any Cancellable {
-      let subject = self.subject
-      let timer = Timer(timeInterval: interval, repeats: true) { _ in subject.send(Date()) }
+      // The block captures nothing (see `TimerConnection.running`).
+      let timer = Timer(timeInterval: interval, repeats: true, block: TimerConnection.tick)
       timer.tolerance = tolerance ?? 0
+      let connection = TimerConnection(timer: timer, subject: subject)
       runLoop.add(timer, forMode: mode)
-      return TimerConnection(timer: timer)
+      return connection
     }
   }
 }
 
 /// A running `Timer.TimerPublisher`: cancelling invalidates the timer (once, from any thread).
 private final class TimerConnection: Cancellable, @unchecked Sendable {
-  // Safety: the timer is taken out of the lock once; `invalidate()` is thread-safe.
+  // Safety: the timer is taken out of the lock once; `invalidate()` is thread-safe; `running`
+  // is in its lock.
+
+  /// The subject of each running timer, by the timer's identity: a timer's block finds its
+  /// subject here instead of capturing it. On Linux, Foundation's block-based `Timer` is never
+  /// freed (swift-corelibs-foundation's `Timer.init(fire:interval:repeats:block:)` retains the
+  /// timer for its CoreFoundation timer's context, which has no release callback), and neither
+  /// is what its block captured: a captured subject, with the subscribers still attached, would
+  /// leak at every `connect()`. A block that captures nothing leaves only Foundation's own
+  /// objects behind. An entry lives from `connect()` to `cancel()`; the connection holds the
+  /// timer meanwhile, so no other timer can take its identity.
+  private static let running = Lock<[ObjectIdentifier: PassthroughSubject<Date, Never>]>([:])
+
+  /// A tick of `timer`: the current date to its subject, if it is still running.
+  static func tick(_ timer: Timer) {
+    running.withLock { $0[ObjectIdentifier(timer)] }?.send(Date())
+  }
+
   private let timer: Lock<Timer?>
 
-  init(timer: Timer) { self.timer = Lock(timer) }
+  init(timer: Timer, subject: PassthroughSubject<Date, Never>) {
+    self.timer = Lock(timer)
+    Self.running.withLock { $0[ObjectIdentifier(timer)] = subject }
+  }
 
   func cancel() {
     let timer = self.timer.withLock { timer -> Timer? in
       defer { timer = nil }
       return timer
     }
-    timer?.invalidate()
+    guard let timer else { return }
+    let subject = Self.running.withLock { $0.removeValue(forKey: ObjectIdentifier(timer)) }
+    timer.invalidate()
+    withExtendedLifetime(subject) {}  // released after the lock
   }
 }

@@ -43,6 +43,7 @@ struct CollectByTimeTests {
     #expect(recorder.values == [[1, 2], [3]], "no demand: the array waits")
     recorder.request(.max(1))
     #expect(recorder.values == [[1, 2], [3], [4]])
+    recorder.cancel()
   }
 
   @Test func aFailureDropsWhatWasCollected() {
@@ -73,5 +74,6 @@ struct CollectByTimeTests {
     #expect(source.send(1) == .max(1), "one more per value")
     recorder.request(.max(2))
     #expect(log.requests == [.max(1), .max(1)], "and one more per request of the downstream")
+    recorder.cancel()
   }
 }

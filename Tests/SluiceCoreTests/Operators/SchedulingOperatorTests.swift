@@ -121,6 +121,7 @@ struct SchedulingOperatorTests {
       #expect(own == Array(0..<perProducer), "producer \(producer)'s order")
     }
     #expect(checker.violations.isEmpty, "\(checker.violations)")
+    recorder.cancel()
   }
 
   @Test("receive(on: DispatchQueue) releases subscription and downstream when cancelled or done")
@@ -210,5 +211,6 @@ struct SchedulingOperatorTests {
     await concurrently(64) { _ in subscription.value.request(.max(1)) }
     while source.subscriptions.first?.requests.count != 64 { await Task.yield() }
     #expect(source.subscriptions[0].totalDemand == .max(64))
+    recorder.cancel()
   }
 }
