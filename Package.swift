@@ -38,6 +38,7 @@ let package = Package(
     // FoundationNetworking.
     .library(name: "SluiceNetworking", targets: ["SluiceNetworking"]),
     .executable(name: "sluice-tour", targets: ["SluiceTour"]),
+    .executable(name: "sluice-diagrams", targets: ["SluiceDiagramsTool"]),
   ],
   targets: [
     .target(name: "SluiceCore", swiftSettings: strict),
@@ -65,6 +66,14 @@ let package = Package(
     .executableTarget(
       name: "SluiceTour", dependencies: ["SluiceExamples"], path: "Examples/Tour",
       swiftSettings: strict),
+    // Every operator's and publisher's marble diagram, drawn from a run on virtual time
+    // (`swift run sluice-diagrams` writes them into the DocC catalogs).
+    .target(
+      name: "SluiceDiagrams", dependencies: ["Sluice", "SluiceTesting", "SluiceNetworking"],
+      path: "Examples/Diagrams/Scenarios", swiftSettings: strict),
+    .executableTarget(
+      name: "SluiceDiagramsTool", dependencies: ["SluiceDiagrams"], path: "Examples/Diagrams/Tool",
+      swiftSettings: strict),
     // Helpers shared by the test targets (not a product): racing producers, threads of their own.
     .target(
       name: "SluiceTestSupport", path: "Tests/SluiceTestSupport",
@@ -86,6 +95,7 @@ let package = Package(
       name: "SluiceExamplesTests",
       dependencies: [
         "Sluice", "SluiceExamples", "SearchApp", "SluiceTesting", "SluiceTestSupport",
+        "SluiceDiagrams",
       ],
       swiftSettings: strict),
     // Written as a client of Apple's Combine: `import Combine`, qualified names. On Apple

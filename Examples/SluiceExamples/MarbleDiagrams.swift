@@ -5,7 +5,8 @@ import SluiceTesting
 /// Time and combining operators drawn as marble diagrams: inputs are cold marble publishers on
 /// virtual time (one character = one second), the output is recorded tick by tick; inputs are
 /// drawn above, the output below, in shared columns. The last diagram is checked against an
-/// expected one, as a test would.
+/// expected one, as a test would. The same runs drawn as pictures (SVG, by `MarbleDiagram`) are
+/// in the documentation: `swift run sluice-diagrams` writes every operator's.
 @Sendable func marblesTour() async -> [String] {
   var lines: [String] = []
   let names: [Character: String] = Dictionary(
@@ -109,5 +110,9 @@ import SluiceTesting
   {
     lines += check.description.split(separator: "\n").map(String.init)
   }
+  // A terminal has no pictures; the documentation has one for every operator.
+  lines.append(
+    "Pictures of every operator and publisher, drawn from real runs: the documentation's "
+      + "\"Operators in pictures\" (swift run sluice-diagrams draws them with MarbleDiagram)")
   return lines
 }

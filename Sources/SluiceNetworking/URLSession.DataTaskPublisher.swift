@@ -21,6 +21,8 @@ extension URLSession {
     /// A publisher of one data task's result: the body and response when the task completes,
     /// then `.finished`; or the task's `URLError` — Combine's `URLSession.DataTaskPublisher`.
     ///
+    /// ![Marble diagram: session.dataTaskPublisher(for: url)](dataTaskPublisher)
+    ///
     /// **Demand**: each subscription creates and resumes its own task on the subscriber's first
     /// request (so a subscriber that never requests costs no network traffic), and publishes one
     /// value. **Ordering**: the value and the completion come on the session's delegate queue,
@@ -54,11 +56,15 @@ extension URLSession {
     }
 
     /// A publisher of the result of loading `url`; see ``DataTaskPublisher``.
+    ///
+    /// ![Marble diagram: session.dataTaskPublisher(for: url)](dataTaskPublisher)
     public func dataTaskPublisher(for url: URL) -> DataTaskPublisher {
       dataTaskPublisher(for: URLRequest(url: url))
     }
 
     /// A publisher of the result of loading `request`; see ``DataTaskPublisher``.
+    ///
+    /// ![Marble diagram: session.dataTaskPublisher(for: url)](dataTaskPublisher)
     public func dataTaskPublisher(for request: URLRequest) -> DataTaskPublisher {
       DataTaskPublisher(request: request, session: session)
     }
@@ -72,16 +78,22 @@ extension URLSession {
   // `canImport(Combine)`: off Apple platforms this package has a `Combine` module of its own.
   #if !canImport(Darwin)
     /// Combine's name for ``URLSession/Sluice/DataTaskPublisher``.
+    ///
+    /// ![Marble diagram: session.dataTaskPublisher(for: url)](dataTaskPublisher)
     public typealias DataTaskPublisher = Sluice.DataTaskPublisher
 
     /// A publisher of the result of loading `url`: one `(data, response)` value and
     /// `.finished`, or a `URLError`; see ``URLSession/Sluice/DataTaskPublisher``.
+    ///
+    /// ![Marble diagram: session.dataTaskPublisher(for: url)](dataTaskPublisher)
     public func dataTaskPublisher(for url: URL) -> DataTaskPublisher {
       sluice.dataTaskPublisher(for: url)
     }
 
     /// A publisher of the result of loading `request`: one `(data, response)` value and
     /// `.finished`, or a `URLError`; see ``URLSession/Sluice/DataTaskPublisher``.
+    ///
+    /// ![Marble diagram: session.dataTaskPublisher(for: url)](dataTaskPublisher)
     public func dataTaskPublisher(for request: URLRequest) -> DataTaskPublisher {
       sluice.dataTaskPublisher(for: request)
     }

@@ -230,6 +230,18 @@ struct TestingPipelinesSnippets {
     #expect(check.matches, "\(check)")
   }
 
+  // Block 5.
+  @Test func drawDebounce() throws {
+    let scheduler = DispatchQueue.test
+    let input = try scheduler.coldPublisher("-a--b-c---|", values: ["a": 1, "b": 2, "c": 3])
+    let output = scheduler.recordMarbles(input.debounce(for: .seconds(2), scheduler: scheduler))
+    let diagram = MarbleDiagram(
+      "debounce(for: .seconds(2))", inputs: [.init("input", publisher: input)],
+      outputs: [.init("output", recording: output)])
+    #expect(diagram.text.contains("output: ▲@0 ↑∞@0 1@3 3@8 |@10"))
+    #expect(diagram.svg().hasPrefix("<svg"))  // write it next to your test report
+  }
+
 }
 
 /// The code of Sources/SluiceTesting/SluiceTesting.docc/SluiceTesting.md.

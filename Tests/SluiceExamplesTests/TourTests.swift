@@ -182,6 +182,8 @@ let expectedTour: [String] = [
   "  expected  --a-b-c|",
   "  actual    ---a-b-c|",
   "              ^",
+  "Pictures of every operator and publisher, drawn from real runs: the documentation's "
+    + "\"Operators in pictures\" (swift run sluice-diagrams draws them with MarbleDiagram)",
   "== Bridges: publishers and async/await",
   "for await over (1...5).publisher.values: [1, 4, 9, 16, 25]",
   "a subject's values, nothing lost: [\"tap\", \"swipe\", \"tap\"]",

@@ -3,6 +3,8 @@ extension Publisher {
   /// order the publisher sent them, so a pipeline can update actor state without an `await` per
   /// value at the call site.
   ///
+  /// ![Marble diagram of sink-isolatedTo, drawn from a run](sink-isolatedTo)
+  ///
   /// The subscription is made before this returns (so a subject's values sent right after are
   /// kept); a task isolated to `actor` then hands over the values, suspending between them, so
   /// the actor stays free for other work while the pipeline is idle.
@@ -66,6 +68,8 @@ extension Publisher {
   /// with `@MainActor` closures: they can read and write main-actor state (a view model's
   /// properties) directly, which a closure taking `isolated A` cannot, since the type checker
   /// does not treat a generic isolated parameter as the main actor.
+  ///
+  /// ![Marble diagram of sink-isolatedTo, drawn from a run](sink-isolatedTo)
   ///
   /// ```swift
   /// @MainActor final class SearchModel {

@@ -16,6 +16,8 @@ public enum PublisherValueError: Error, Equatable, Hashable, Sendable, CustomStr
 extension Publisher {
   /// The first value the publisher sends; the subscription is cancelled as soon as it arrives.
   ///
+  /// ![Marble diagram: try await input.firstValue()](firstValue)
+  ///
   /// **Demand**: `.max(1)`. Throws the publisher's failure, ``PublisherValueError/noValue`` if it
   /// finishes first, or `CancellationError` if the awaiting task is cancelled (which cancels
   /// the subscription).
@@ -33,6 +35,8 @@ extension Publisher {
 
   /// The last value the publisher sends before it finishes.
   ///
+  /// ![Marble diagram: try await input.lastValue()](lastValue)
+  ///
   /// **Demand**: `.unlimited`, keeping only the newest value (constant memory). Throws as
   /// ``firstValue(isolation:)``, in the caller's isolation.
   public func lastValue(isolation: isolated (any Actor)? = #isolation) async throws -> Output {
@@ -45,6 +49,8 @@ extension Publisher {
   }
 
   /// The one value the publisher sends before it finishes.
+  ///
+  /// ![Marble diagram: try await input.singleValue()](singleValue)
   ///
   /// **Demand**: `.max(1)` at a time. Throws ``PublisherValueError/moreThanOneValue`` (and
   /// cancels the subscription) as soon as a second value arrives, and otherwise as
@@ -62,6 +68,8 @@ extension Publisher {
   }
 
   /// Every value the publisher sends, once it finishes.
+  ///
+  /// ![Marble diagram: try await input.allValues()](allValues)
   ///
   /// **Demand**: `.unlimited`. Throws the publisher's failure, or `CancellationError` if the
   /// awaiting task is cancelled (which cancels the subscription). Runs in the caller's

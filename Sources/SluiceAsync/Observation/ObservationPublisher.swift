@@ -5,6 +5,8 @@ import Observation
 /// Swift's Observation to pipelines, for models that moved from `ObservableObject`/`@Published`
 /// to `@Observable`.
 ///
+/// ![Marble diagram: ObservationPublisher { dial.level }](observation)
+///
 /// ```swift
 /// @Observable @MainActor final class SearchModel {
 ///   var query = ""

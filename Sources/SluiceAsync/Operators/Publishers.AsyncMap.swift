@@ -3,6 +3,8 @@ public import SluiceCore
 extension Publishers {
   /// A publisher that transforms each value with an `async` closure: `asyncMap`.
   ///
+  /// ![Marble diagram: asyncMap { await work($0) }   // work takes 2 ticks](asyncMap)
+  ///
   /// Each value runs the closure in a task of its own, up to `maxConcurrent` at a time, with
   /// `priority`; the closure keeps its isolation (a `@MainActor` closure runs on the main actor).
   /// **Demand**: values asked of the upstream and not yet delivered never exceed
@@ -47,6 +49,8 @@ extension Publishers {
   /// A publisher that transforms each value with an `async` closure that may throw, failing
   /// with what it throws: `tryAsyncMap`. Demand, ordering, completion and cancellation as
   /// ``AsyncMap``; a thrown error fails the publisher in its value's place in the order.
+  ///
+  /// ![Marble diagram: tryAsyncMap { try await work($0) }   // throws on 0](tryAsyncMap)
   public struct TryAsyncMap<Upstream: Publisher, Output, Failure: Error>: Publisher
   where Upstream.Failure == Failure {
     /// The publisher whose values are transformed (its failure already of this type).
@@ -91,6 +95,8 @@ extension Publishers {
 
   /// A publisher that keeps the values an `async` predicate accepts: `asyncFilter`. Demand,
   /// ordering, completion and cancellation as ``AsyncMap``; a rejected value uses no demand.
+  ///
+  /// ![Marble diagram: asyncFilter { await isEven($0) }   // takes 1 tick](asyncFilter)
   public struct AsyncFilter<Upstream: Publisher>: Publisher {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
@@ -135,6 +141,9 @@ extension Publisher {
   /// Transforms each value with an `async` closure, up to `maxConcurrent` at a time, delivering
   /// the results in upstream order; see ``SluiceCore/Publishers/AsyncMap``.
   ///
+  /// ![Marble diagram: asyncMap { await work($0) }   // work takes 2 ticks](asyncMap)
+  /// ![Marble diagram of asyncMap-maxConcurrent, drawn from a run](asyncMap-maxConcurrent)
+  ///
   /// ```swift
   /// $query.debounce(for: .milliseconds(300), scheduler: DispatchQueue.main)
   ///   .asyncMap { query in await search(query) }
@@ -149,6 +158,8 @@ extension Publisher {
 
   /// Transforms each value with an `async` closure that throws this publisher's failure type;
   /// see ``SluiceCore/Publishers/TryAsyncMap``.
+  ///
+  /// ![Marble diagram: tryAsyncMap { try await work($0) }   // throws on 0](tryAsyncMap)
   public func tryAsyncMap<T>(
     maxConcurrent: Int = 1, priority: TaskPriority? = nil,
     _ transform:
@@ -160,6 +171,8 @@ extension Publisher {
 
   /// Transforms each value with an `async` closure that may throw any error, failing with it
   /// (as `tryMap`, the failure becomes `any Error`); see ``SluiceCore/Publishers/TryAsyncMap``.
+  ///
+  /// ![Marble diagram: tryAsyncMap { try await work($0) }   // throws on 0](tryAsyncMap)
   @_disfavoredOverload
   public func tryAsyncMap<T>(
     maxConcurrent: Int = 1, priority: TaskPriority? = nil,
@@ -172,6 +185,8 @@ extension Publisher {
 
   /// Keeps the values an `async` predicate accepts, in upstream order; see
   /// ``SluiceCore/Publishers/AsyncFilter``.
+  ///
+  /// ![Marble diagram: asyncFilter { await isEven($0) }   // takes 1 tick](asyncFilter)
   public func asyncFilter(
     maxConcurrent: Int = 1, priority: TaskPriority? = nil,
     _ isIncluded: @escaping @isolated(any) @Sendable (sending Output) async -> Bool
@@ -184,6 +199,8 @@ extension Publisher {
 extension Publisher where Failure == Never {
   /// Transforms each value with an `async` closure whose typed error becomes the failure; see
   /// ``SluiceCore/Publishers/TryAsyncMap``.
+  ///
+  /// ![Marble diagram: tryAsyncMap { try await work($0) }   // throws on 0](tryAsyncMap)
   public func tryAsyncMap<T, E: Error>(
     maxConcurrent: Int = 1, priority: TaskPriority? = nil,
     _ transform: @escaping @isolated(any) @Sendable (sending Output) async throws(E) -> sending T

@@ -1,6 +1,8 @@
 /// A publisher that runs an async closure when a subscriber first asks for a value, and
 /// publishes its result: the lazy, cancellable, async counterpart of `Future`.
 ///
+/// ![Marble diagram: AsyncFuture { await load() }   // load takes 2 ticks](asyncFuture)
+///
 /// Unlike `Future` (which runs its closure at once, when created, and shares the result), an
 /// `AsyncFuture` runs the closure for each subscriber, in a `Task`, on the subscriber's first
 /// request, and cancels that task when the subscription is cancelled, so the async work stops

@@ -2,6 +2,8 @@
 /// while the subscriber has no demand: a producer loop gets backpressure for free (like
 /// kotlinx-coroutines' `publish {}`).
 ///
+/// ![Marble diagram of asyncProducer, drawn from a run](asyncProducer)
+///
 /// The closure runs in a `Task`, once per subscriber, starting on the subscriber's first
 /// request. Returning from it finishes the publisher; throwing fails it with the closure's own
 /// error type.

@@ -1,6 +1,8 @@
 /// A publisher that delivers the elements of an async sequence, pulled by a `Task` as the
 /// subscriber demands them.
 ///
+/// ![Marble diagram of asyncSequence-publisher, drawn from a run](asyncSequence-publisher)
+///
 /// **Demand**: nothing runs until the first request; each `request(n)` lets the task pull up to
 /// `n` more elements (so `.max(3)` then `.max(2)` pulls exactly 5); demand returned from
 /// `receive(_:)` counts; at zero demand the task parks on a continuation, without spinning.
@@ -60,11 +62,15 @@ public struct AsyncSequencePublisher<Base: AsyncSequence & Sendable>: Publisher,
 
 extension AsyncSequence where Self: Sendable {
   /// A publisher of this sequence's elements, pulled by a task as the subscriber demands them.
+  ///
+  /// ![Marble diagram of asyncSequence-publisher, drawn from a run](asyncSequence-publisher)
   public var publisher: AsyncSequencePublisher<Self> {
     AsyncSequencePublisher(self)
   }
 
   /// A publisher of this sequence's elements, pulled by a task of `priority`.
+  ///
+  /// ![Marble diagram of asyncSequence-publisher, drawn from a run](asyncSequence-publisher)
   public func publisher(priority: TaskPriority?) -> AsyncSequencePublisher<Self> {
     AsyncSequencePublisher(self, priority: priority)
   }

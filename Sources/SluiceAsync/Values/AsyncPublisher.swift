@@ -1,5 +1,7 @@
 /// The values of a publisher as an `AsyncSequence`, with the consumer's pace turned into demand.
 ///
+/// ![Marble diagram of values, drawn from a run](values)
+///
 /// Iterating subscribes (each iterator has its own subscription, made in
 /// `makeAsyncIterator()`); each `next()` takes a buffered value or waits for one. For a
 /// publisher that cannot fail, `for await` needs no `try`; otherwise the sequence throws the
@@ -80,10 +82,14 @@ final class IteratorOwner<Output, Failure: Error>: Sendable {
 
 /// Combine's name for the async sequence of a publisher that can fail; in Sluice one type
 /// serves both, throwing the publisher's own `Failure`.
+///
+/// ![Marble diagram: for await value in input.values { … }](values)
 public typealias AsyncThrowingPublisher<Upstream: Publisher> = AsyncPublisher<Upstream>
 
 extension Publisher {
   /// The publisher's values as an async sequence.
+  ///
+  /// ![Marble diagram of values, drawn from a run](values)
   ///
   /// One `request(.max(1))` per `next()`, as in Combine, except for hot publishers
   /// (`HotPublisher`: subjects, `@Published`, `map`/`filter`/`debounce`/… chains over them): a
@@ -96,6 +102,8 @@ extension Publisher {
   }
 
   /// The publisher's values as an async sequence, buffered and demanded by `bufferingPolicy`.
+  ///
+  /// ![Marble diagram of values-prefetch, drawn from a run](values-prefetch)
   public func values(bufferingPolicy: AsyncBufferingPolicy) -> AsyncPublisher<Self> {
     AsyncPublisher(self, bufferingPolicy: bufferingPolicy)
   }

@@ -4,6 +4,8 @@ extension Publisher where Failure == Never {
   /// task or dropping the stream cancels the subscription. The stream subscribes when it is
   /// created, so a subject's values sent before consumption starts are kept.
   ///
+  /// ![Marble diagram of stream, drawn from a run](stream)
+  ///
   /// - Parameter bufferingPolicy: how values are demanded and buffered; by default as
   ///   ``values`` (one value per `next()`, lossless `.unbounded` for hot publishers).
   public func stream(bufferingPolicy: AsyncBufferingPolicy? = nil) -> AsyncStream<Output> {
@@ -16,6 +18,8 @@ extension Publisher where Failure == Never {
 extension Publisher {
   /// The publisher's values as an `AsyncThrowingStream` that ends with the publisher's failure;
   /// demand, backpressure and cancellation as in ``stream(bufferingPolicy:)``.
+  ///
+  /// ![Marble diagram of stream, drawn from a run](stream)
   public func stream(bufferingPolicy: AsyncBufferingPolicy? = nil)
     -> AsyncThrowingStream<Output, any Error>
   {

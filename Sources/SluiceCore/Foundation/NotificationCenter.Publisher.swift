@@ -4,6 +4,8 @@ extension NotificationCenter {
   /// A publisher of the notifications named `name` (from `object`, when given) that this center
   /// posts — Combine's `NotificationCenter.Publisher`.
   ///
+  /// ![Marble diagram: center.publisher(for: .thermostatChanged)](notificationCenter)
+  ///
   /// **Demand**: a notification that finds the subscriber without demand is not delivered (not
   /// buffered), as in Combine. **Ordering**: one notification at a time, on the posting thread
   /// (one posted on another thread while one is delivered waits for it). It never completes.
@@ -42,6 +44,8 @@ extension NotificationCenter {
 
   /// Publishes the notifications named `name` (from `object`, when given) that this center
   /// posts; see ``NotificationCenter/Publisher``.
+  ///
+  /// ![Marble diagram: center.publisher(for: .thermostatChanged)](notificationCenter)
   public func publisher(for name: Notification.Name, object: AnyObject? = nil) -> Publisher {
     Publisher(center: self, name: name, object: object)
   }

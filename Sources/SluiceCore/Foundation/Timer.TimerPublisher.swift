@@ -4,6 +4,8 @@ extension Timer {
   /// A connectable publisher of the current date, every `interval` seconds once connected — as
   /// Combine's `Timer.publish(every:tolerance:on:in:options:)`.
   ///
+  /// ![Marble diagram of timer, drawn from a run](timer)
+  ///
   /// ```swift
   /// let ticks = Timer.publish(every: 1, on: .main, in: .common).autoconnect()
   /// for await date in ticks.values { print(date) }
@@ -19,6 +21,8 @@ extension Timer {
   /// A publisher that sends the current date every `interval` seconds while connected: a
   /// Foundation `Timer` on `runLoop` in `mode`, started by `connect()` and invalidated when the
   /// connection is cancelled.
+  ///
+  /// ![Marble diagram of timer, drawn from a run](timer)
   ///
   /// **Demand**: each subscriber receives a tick only when it has demand; a tick that finds it
   /// without demand is not delivered to it (nothing is buffered), as in Combine. **Ordering**:

@@ -10,6 +10,8 @@ extension Publishers {
   /// Raises `SIGTRAP` (stopping in the debugger) when a closure says so, as Combine's
   /// `breakpoint`.
   ///
+  /// ![Marble diagram: breakpoint(receiveOutput: { $0 == "x" })](breakpoint)
+  ///
   /// **Demand**, **Ordering**, **Cancellation**: the upstream's subscription goes straight to the
   /// downstream (none of its own, as in Combine); each closure runs just before its event is
   /// passed on.
@@ -107,6 +109,8 @@ func debuggerTrap() {
 
 extension Publisher {
   /// Raises `SIGTRAP` when one of the closures returns `true`.
+  ///
+  /// ![Marble diagram: breakpoint(receiveOutput: { $0 == "x" })](breakpoint)
   @inlinable
   public func breakpoint(
     receiveSubscription: ((any Subscription) -> Bool)? = nil,
@@ -119,6 +123,8 @@ extension Publisher {
   }
 
   /// Raises `SIGTRAP` when this publisher fails.
+  ///
+  /// ![Marble diagram: breakpointOnError()](breakpointOnError)
   @inlinable
   public func breakpointOnError() -> Publishers.Breakpoint<Self> {
     breakpoint(receiveCompletion: { if case .failure = $0 { true } else { false } })
@@ -128,6 +134,8 @@ extension Publisher {
 extension Publishers {
   /// Traps with the error (and `prefix`) if the upstream fails, as Combine's
   /// `assertNoFailure`; otherwise passes everything through with failure type `Never`.
+  ///
+  /// ![Marble diagram: assertNoFailure()](assertNoFailure)
   ///
   /// **Demand**, **Ordering**, **Cancellation**: the upstream's, unchanged.
   public struct AssertNoFailure<Upstream: Publisher>: Publisher {
@@ -170,6 +178,8 @@ extension Publishers {
 
 extension Publisher {
   /// Traps if this publisher fails: for publishers that must not.
+  ///
+  /// ![Marble diagram: assertNoFailure()](assertNoFailure)
   @inlinable
   public func assertNoFailure(
     _ prefix: String = "", file: StaticString = #file, line: UInt = #line

@@ -21,6 +21,8 @@ extension Publishers {
   /// A publisher that holds up to `size` values its downstream has not requested yet —
   /// Combine's `Buffer`.
   ///
+  /// ![Marble diagram: buffer(size: 2, prefetch: .keepFull, whenFull: .dropNewest)](buffer)
+  ///
   /// **Demand**: asks the upstream for `size` values and then one per delivered value
   /// (`.keepFull`), or for `.unlimited` (`.byRequest`); the downstream gets values as it
   /// requests them, oldest first. **When full**: `whenFull` decides; `.customError` cancels the
@@ -66,6 +68,9 @@ extension Publishers {
 extension Publisher {
   /// Holds up to `size` values the downstream has not requested yet; see
   /// ``Publishers/Buffer``.
+  ///
+  /// ![Marble diagram: buffer(size: 2, prefetch: .keepFull, whenFull: .dropNewest)](buffer)
+  /// ![Marble diagram of buffer-byRequest, drawn from a run](buffer-byRequest)
   public func buffer(
     size: Int, prefetch: Publishers.PrefetchStrategy,
     whenFull: Publishers.BufferingStrategy<Failure>

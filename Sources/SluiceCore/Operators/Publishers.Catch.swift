@@ -1,6 +1,8 @@
 extension Publishers {
   /// Replaces a failing upstream with another publisher, as Combine's `catch`.
   ///
+  /// ![Marble diagram: input.catch { _ in fallback }](catch)
+  ///
   /// **Demand**: what the downstream requested and has not received carries over to the new
   /// publisher. **Ordering**: the upstream's values, then the new publisher's.
   /// **Cancellation**: cancels whichever publisher is current. **Violations** (trap, as in
@@ -41,6 +43,8 @@ extension Publishers {
 
   /// `catch` with a handler that can throw, as Combine's `tryCatch`: its error fails the
   /// downstream.
+  ///
+  /// ![Marble diagram: input.tryCatch { _ in fallback }](tryCatch)
   ///
   /// **Demand**: carries over to the new publisher. **Ordering**: the upstream's values, then
   /// the new publisher's. **Cancellation**: cancels whichever publisher is current.
@@ -85,6 +89,8 @@ extension Publishers {
 extension Publisher {
   /// Replaces this publisher with `handler(error)` when it fails.
   ///
+  /// ![Marble diagram: input.catch { _ in fallback }](catch)
+  ///
   /// ```swift
   /// request.catch { _ in Just(fallback) }
   /// ```
@@ -96,6 +102,8 @@ extension Publisher {
   }
 
   /// `catch` with a handler that can throw; its error fails the downstream.
+  ///
+  /// ![Marble diagram: input.tryCatch { _ in fallback }](tryCatch)
   @inlinable
   public func tryCatch<P: Publisher>(
     _ handler: @escaping (Failure) throws -> P

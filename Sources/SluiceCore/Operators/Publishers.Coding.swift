@@ -27,6 +27,8 @@ extension Publishers {
   /// Encodes each value with an encoder, as Combine's `encode(encoder:)`: an encoding error
   /// cancels the upstream and fails the downstream.
   ///
+  /// ![Marble diagram: encode(encoder: JSONEncoder())](encode)
+  ///
   /// **Demand**: passed upstream unchanged. **Ordering**: the upstream's. **Cancellation**:
   /// cancels the upstream; so does an encoding error.
   public struct Encode<Upstream: Publisher, Coder: TopLevelEncoder>: Publisher
@@ -66,6 +68,8 @@ extension Publishers {
 
   /// Decodes each value with a decoder, as Combine's `decode(type:decoder:)`: a decoding error
   /// cancels the upstream and fails the downstream.
+  ///
+  /// ![Marble diagram: decode(type: Int.self, decoder: JSONDecoder())](decode)
   ///
   /// **Demand**: passed upstream unchanged. **Ordering**: the upstream's. **Cancellation**:
   /// cancels the upstream; so does a decoding error.
@@ -107,6 +111,8 @@ extension Publishers {
 extension Publisher where Output: Encodable {
   /// Encodes each value with `encoder`.
   ///
+  /// ![Marble diagram: encode(encoder: JSONEncoder())](encode)
+  ///
   /// ```swift
   /// Just(point).encode(encoder: JSONEncoder())   // Data
   /// ```
@@ -118,6 +124,8 @@ extension Publisher where Output: Encodable {
 
 extension Publisher {
   /// Decodes each value as `type` with `decoder`.
+  ///
+  /// ![Marble diagram: decode(type: Int.self, decoder: JSONDecoder())](decode)
   @inlinable
   public func decode<Item: Decodable, Coder: TopLevelDecoder>(
     type: Item.Type, decoder: Coder

@@ -2,6 +2,8 @@ extension Publishers {
   /// Collects every value into one array, published when the upstream finishes, as Combine's
   /// `collect()`.
   ///
+  /// ![Marble diagram: collect()](collect)
+  ///
   /// **Demand**: `.unlimited` upstream; the array waits for the downstream's demand.
   /// **Ordering**: the upstream's, in the array. **Cancellation**: cancels the upstream and drops
   /// what was collected. A failure passes on and drops the collected values.
@@ -35,6 +37,8 @@ extension Publishers {
 
   /// Collects values into arrays of `count`, as Combine's `collect(_:)`; the last array may be
   /// shorter.
+  ///
+  /// ![Marble diagram: collect(2)](collect-count)
   ///
   /// **Demand**: each array the downstream asks for asks upstream for `count` values.
   /// **Ordering**: the upstream's. **Cancellation**: cancels the upstream. A failure passes on
@@ -89,6 +93,8 @@ extension Publishers {
 
   /// Ignores every value and passes the completion on, as Combine's `ignoreOutput()`.
   ///
+  /// ![Marble diagram: ignoreOutput()](ignoreOutput)
+  ///
   /// **Demand**: `.unlimited` upstream, requested on the upstream's subscription right after
   /// handing it to the downstream (no subscription of its own, as in Combine). **Ordering**:
   /// only the completion. **Cancellation**: goes straight upstream.
@@ -114,6 +120,8 @@ extension Publishers {
 extension Publisher {
   /// Collects every value into one array, published when this publisher finishes.
   ///
+  /// ![Marble diagram: collect()](collect)
+  ///
   /// ```swift
   /// (1...3).publisher.collect()   // [1, 2, 3]
   /// ```
@@ -124,6 +132,8 @@ extension Publisher {
 
   /// Collects values into arrays of `count`; the last may be shorter.
   ///
+  /// ![Marble diagram: collect(2)](collect-count)
+  ///
   /// ```swift
   /// (1...5).publisher.collect(2)   // [1, 2], [3, 4], [5]
   /// ```
@@ -133,6 +143,8 @@ extension Publisher {
   }
 
   /// Ignores every value; only the completion comes through.
+  ///
+  /// ![Marble diagram: ignoreOutput()](ignoreOutput)
   @inlinable
   public func ignoreOutput() -> Publishers.IgnoreOutput<Self> {
     Publishers.IgnoreOutput(upstream: self)

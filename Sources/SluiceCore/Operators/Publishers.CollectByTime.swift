@@ -11,6 +11,8 @@ extension Publishers {
   /// A publisher that collects its upstream's values and publishes them as arrays on a
   /// schedule — Combine's `CollectByTime`.
   ///
+  /// ![Marble diagram: collect(.byTime(scheduler, .seconds(3)))](collect-byTime)
+  ///
   /// **Demand**: `.byTime` asks the upstream for one value at the subscription, one more per
   /// value it receives and one more per request of the downstream, as Combine's;
   /// `.byTimeOrCount` asks for `count` values per array the downstream requests. **Timing**: a repeating timer of `interval`,
@@ -54,6 +56,9 @@ extension Publishers {
 extension Publisher {
   /// Collects values and publishes them as arrays on a schedule; see
   /// ``Publishers/CollectByTime``.
+  ///
+  /// ![Marble diagram: collect(.byTime(scheduler, .seconds(3)))](collect-byTime)
+  /// ![Marble diagram: collect(.byTimeOrCount(scheduler, .seconds(3), 2))](collect-byTimeOrCount)
   public func collect<S: Scheduler>(
     _ strategy: Publishers.TimeGroupingStrategy<S>, options: S.SchedulerOptions? = nil
   ) -> Publishers.CollectByTime<Self, S> {

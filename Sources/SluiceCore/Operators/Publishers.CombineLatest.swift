@@ -3,6 +3,8 @@ extension Publishers {
   /// them sends, once every upstream has sent at least one — Combine's `CombineLatest` of 2
   /// upstreams.
   ///
+  /// ![Marble diagram: letters.combineLatest(digits)](combineLatest)
+  ///
   /// Demand: the downstream's requests are passed to every upstream; a combination that finds
   /// no demand is dropped (each upstream keeps only its newest value), as in Combine. Ordering:
   /// one combination per value received, delivered serially. Completion: finishes when every
@@ -39,6 +41,8 @@ extension Publishers {
   /// A publisher that publishes a tuple of the newest value of each upstream whenever any of
   /// them sends, once every upstream has sent at least one — Combine's `CombineLatest3` of 3
   /// upstreams.
+  ///
+  /// ![Marble diagram: a.combineLatest(b, c) { $0 + $1 + $2 }](combineLatest-three)
   ///
   /// Demand: the downstream's requests are passed to every upstream; a combination that finds
   /// no demand is dropped (each upstream keeps only its newest value), as in Combine. Ordering:
@@ -80,6 +84,8 @@ extension Publishers {
   /// A publisher that publishes a tuple of the newest value of each upstream whenever any of
   /// them sends, once every upstream has sent at least one — Combine's `CombineLatest4` of 4
   /// upstreams.
+  ///
+  /// ![Marble diagram: a.combineLatest(b, c) { $0 + $1 + $2 }](combineLatest-three)
   ///
   /// Demand: the downstream's requests are passed to every upstream; a combination that finds
   /// no demand is dropped (each upstream keeps only its newest value), as in Combine. Ordering:
@@ -132,6 +138,8 @@ where A: Equatable, B: Equatable, C: Equatable, D: Equatable {}
 
 extension Publisher {
   /// Combines the newest values of this publisher with 1 other; see ``Publishers/CombineLatest``.
+  ///
+  /// ![Marble diagram: letters.combineLatest(digits)](combineLatest)
   public func combineLatest<P: Publisher>(_ other: P) -> Publishers.CombineLatest<Self, P>
   where Failure == P.Failure {
     Publishers.CombineLatest(self, other)
@@ -139,6 +147,8 @@ extension Publisher {
 
   /// Combines the newest values of this publisher with 1 other and transforms each tuple; see
   /// ``Publishers/CombineLatest``.
+  ///
+  /// ![Marble diagram: letters.combineLatest(digits)](combineLatest)
   public func combineLatest<P: Publisher, T>(
     _ other: P, _ transform: @escaping (Output, P.Output) -> T
   ) -> Publishers.Map<Publishers.CombineLatest<Self, P>, T>
@@ -147,6 +157,8 @@ extension Publisher {
   }
 
   /// Combines the newest values of this publisher with 2 others; see ``Publishers/CombineLatest3``.
+  ///
+  /// ![Marble diagram: a.combineLatest(b, c) { $0 + $1 + $2 }](combineLatest-three)
   public func combineLatest<P: Publisher, Q: Publisher>(_ publisher1: P, _ publisher2: Q)
     -> Publishers.CombineLatest3<Self, P, Q>
   where Failure == P.Failure, Failure == Q.Failure {
@@ -155,6 +167,8 @@ extension Publisher {
 
   /// Combines the newest values of this publisher with 2 others and transforms each tuple; see
   /// ``Publishers/CombineLatest3``.
+  ///
+  /// ![Marble diagram: a.combineLatest(b, c) { $0 + $1 + $2 }](combineLatest-three)
   public func combineLatest<P: Publisher, Q: Publisher, T>(
     _ publisher1: P, _ publisher2: Q, _ transform: @escaping (Output, P.Output, Q.Output) -> T
   ) -> Publishers.Map<Publishers.CombineLatest3<Self, P, Q>, T>
@@ -163,6 +177,8 @@ extension Publisher {
   }
 
   /// Combines the newest values of this publisher with 3 others; see ``Publishers/CombineLatest4``.
+  ///
+  /// ![Marble diagram: a.combineLatest(b, c) { $0 + $1 + $2 }](combineLatest-three)
   public func combineLatest<P: Publisher, Q: Publisher, R: Publisher>(
     _ publisher1: P, _ publisher2: Q, _ publisher3: R
   ) -> Publishers.CombineLatest4<Self, P, Q, R>
@@ -172,6 +188,8 @@ extension Publisher {
 
   /// Combines the newest values of this publisher with 3 others and transforms each tuple; see
   /// ``Publishers/CombineLatest4``.
+  ///
+  /// ![Marble diagram: a.combineLatest(b, c) { $0 + $1 + $2 }](combineLatest-three)
   public func combineLatest<P: Publisher, Q: Publisher, R: Publisher, T>(
     _ publisher1: P, _ publisher2: Q, _ publisher3: R,
     _ transform: @escaping (Output, P.Output, Q.Output, R.Output) -> T

@@ -2,6 +2,8 @@ extension Publishers {
   /// Publishes the greatest value by an ordering when the upstream finishes (`max`, and `min`
   /// with the ordering reversed), as Combine's `Comparison`. Of equal values, the first wins.
   ///
+  /// ![Marble diagram: max()](max)
+  ///
   /// **Demand**: `.unlimited` upstream; the result waits for the downstream's demand.
   /// **Ordering**: at most one value, then `.finished`. **Cancellation**: cancels the upstream.
   public struct Comparison<Upstream: Publisher>: Publisher {
@@ -44,6 +46,8 @@ extension Publishers {
   }
 
   /// ``Comparison`` with an ordering that can throw, as Combine's `TryComparison`.
+  ///
+  /// ![Marble diagram: tryMax { $1 == 0 ? throw : $0 < $1 }](tryMax)
   ///
   /// **Demand**: `.unlimited` upstream. **Ordering**: at most one value, then `.finished`.
   /// **Cancellation**: cancels the upstream; so does an error.
@@ -93,6 +97,8 @@ extension Publishers {
 extension Publisher where Output: Comparable {
   /// Publishes the smallest value when this publisher finishes.
   ///
+  /// ![Marble diagram: min()](min)
+  ///
   /// ```swift
   /// [3, 1, 2].publisher.min()   // 1
   /// ```
@@ -100,12 +106,16 @@ extension Publisher where Output: Comparable {
   public func min() -> Publishers.Comparison<Self> { min(by: <) }
 
   /// Publishes the greatest value when this publisher finishes.
+  ///
+  /// ![Marble diagram: max()](max)
   @inlinable
   public func max() -> Publishers.Comparison<Self> { max(by: <) }
 }
 
 extension Publisher {
   /// Publishes the smallest value by `areInIncreasingOrder` when this publisher finishes.
+  ///
+  /// ![Marble diagram: min { $0 % 5 < $1 % 5 }](min-by)
   @inlinable
   public func min(
     by areInIncreasingOrder: @escaping (Output, Output) -> Bool
@@ -114,6 +124,8 @@ extension Publisher {
   }
 
   /// Publishes the greatest value by `areInIncreasingOrder` when this publisher finishes.
+  ///
+  /// ![Marble diagram: max { $0 % 5 < $1 % 5 }](max-by)
   @inlinable
   public func max(
     by areInIncreasingOrder: @escaping (Output, Output) -> Bool
@@ -122,6 +134,8 @@ extension Publisher {
   }
 
   /// `min(by:)` with an ordering that can throw.
+  ///
+  /// ![Marble diagram: tryMin { $1 == 0 ? throw : $0 < $1 }](tryMin)
   @inlinable
   public func tryMin(
     by areInIncreasingOrder: @escaping (Output, Output) throws -> Bool
@@ -130,6 +144,8 @@ extension Publisher {
   }
 
   /// `max(by:)` with an ordering that can throw.
+  ///
+  /// ![Marble diagram: tryMax { $1 == 0 ? throw : $0 < $1 }](tryMax)
   @inlinable
   public func tryMax(
     by areInIncreasingOrder: @escaping (Output, Output) throws -> Bool

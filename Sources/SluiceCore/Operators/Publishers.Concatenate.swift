@@ -2,6 +2,8 @@ extension Publishers {
   /// A publisher that publishes every value of `prefix`, then, once it finishes, every value of
   /// `suffix` — Combine's `Concatenate`, behind `append` and `prepend`.
   ///
+  /// ![Marble diagram: append(second)](append)
+  ///
   /// **Demand**: the downstream's requests go to the publisher being delivered; `suffix` is
   /// subscribed only when `prefix` finishes, and asked at once for the demand still outstanding.
   /// **Ordering**: `prefix`'s values, then `suffix`'s. **Completion**: `suffix`'s completion;
@@ -47,6 +49,8 @@ extension Publishers.Concatenate: Equatable where Prefix: Equatable, Suffix: Equ
 
 extension Publisher {
   /// Publishes `elements` first, then this publisher's values.
+  ///
+  /// ![Marble diagram: prepend("x", "y")](prepend)
   @inlinable
   public func prepend(_ elements: Output...)
     -> Publishers.Concatenate<Publishers.Sequence<[Output], Failure>, Self>
@@ -55,6 +59,8 @@ extension Publisher {
   }
 
   /// Publishes the elements of `elements` first, then this publisher's values.
+  ///
+  /// ![Marble diagram: prepend("x", "y")](prepend)
   @inlinable
   public func prepend<S: Sequence>(_ elements: S)
     -> Publishers.Concatenate<Publishers.Sequence<S, Failure>, Self>
@@ -63,6 +69,8 @@ extension Publisher {
   }
 
   /// Publishes `publisher`'s values first and, once it finishes, this publisher's.
+  ///
+  /// ![Marble diagram: prepend("x", "y")](prepend)
   @inlinable
   public func prepend<P: Publisher>(_ publisher: P) -> Publishers.Concatenate<P, Self>
   where Failure == P.Failure, Output == P.Output {
@@ -70,6 +78,8 @@ extension Publisher {
   }
 
   /// Publishes this publisher's values and, once it finishes, `elements`.
+  ///
+  /// ![Marble diagram: append(second)](append)
   @inlinable
   public func append(_ elements: Output...)
     -> Publishers.Concatenate<Self, Publishers.Sequence<[Output], Failure>>
@@ -78,6 +88,8 @@ extension Publisher {
   }
 
   /// Publishes this publisher's values and, once it finishes, the elements of `elements`.
+  ///
+  /// ![Marble diagram: append(second)](append)
   @inlinable
   public func append<S: Sequence>(_ elements: S)
     -> Publishers.Concatenate<Self, Publishers.Sequence<S, Failure>>
@@ -86,6 +98,8 @@ extension Publisher {
   }
 
   /// Publishes this publisher's values and, once it finishes, `publisher`'s.
+  ///
+  /// ![Marble diagram: append(second)](append)
   @inlinable
   public func append<P: Publisher>(_ publisher: P) -> Publishers.Concatenate<Self, P>
   where Failure == P.Failure, Output == P.Output {

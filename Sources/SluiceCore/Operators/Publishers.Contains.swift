@@ -2,6 +2,8 @@ extension Publishers {
   /// Publishes `true` as soon as the upstream publishes `output` (then cancels it), or `false`
   /// when it finishes without, as Combine's `contains(_:)`.
   ///
+  /// ![Marble diagram: contains("b")](contains)
+  ///
   /// **Demand**: `.unlimited` upstream; the answer waits for the downstream's demand.
   /// **Ordering**: one value, then `.finished`. **Cancellation**: cancels the upstream.
   public struct Contains<Upstream: Publisher>: Publisher where Upstream.Output: Equatable {
@@ -35,6 +37,8 @@ extension Publishers {
 
   /// `contains` by a predicate, as Combine's `contains(where:)`.
   ///
+  /// ![Marble diagram: contains { $0 > 5 }](contains-where)
+  ///
   /// **Demand**: `.unlimited` upstream. **Ordering**: one value, then `.finished`.
   /// **Cancellation**: cancels the upstream; so does a match.
   public struct ContainsWhere<Upstream: Publisher>: Publisher {
@@ -66,6 +70,8 @@ extension Publishers {
   }
 
   /// `contains(where:)` with a predicate that can throw, as Combine's `tryContains(where:)`.
+  ///
+  /// ![Marble diagram: tryContains { $0 == 0 ? throw : $0 > 5 }](tryContains)
   ///
   /// **Demand**: `.unlimited` upstream. **Ordering**: one value, then `.finished`.
   /// **Cancellation**: cancels the upstream; so do a match and an error.
@@ -100,6 +106,8 @@ extension Publishers {
   /// Publishes `false` as soon as a value fails the predicate (then cancels the upstream), or
   /// `true` when the upstream finishes, as Combine's `allSatisfy`.
   ///
+  /// ![Marble diagram: allSatisfy { $0 < 5 }](allSatisfy)
+  ///
   /// **Demand**: `.unlimited` upstream. **Ordering**: one value, then `.finished`.
   /// **Cancellation**: cancels the upstream; so does a value failing the predicate.
   public struct AllSatisfy<Upstream: Publisher>: Publisher {
@@ -131,6 +139,8 @@ extension Publishers {
   }
 
   /// `allSatisfy` with a predicate that can throw, as Combine's `tryAllSatisfy`.
+  ///
+  /// ![Marble diagram: tryAllSatisfy { $0 == 0 ? throw : $0 < 5 }](tryAllSatisfy)
   ///
   /// **Demand**: `.unlimited` upstream. **Ordering**: one value, then `.finished`.
   /// **Cancellation**: cancels the upstream; so do a failing value and an error.
@@ -189,6 +199,8 @@ extension ClosureStep where State == Bool, Output == Bool {
 extension Publisher where Output: Equatable {
   /// Publishes whether this publisher publishes `output`, as soon as it is known.
   ///
+  /// ![Marble diagram: contains("b")](contains)
+  ///
   /// ```swift
   /// [1, 2, 3].publisher.contains(2)   // true
   /// ```
@@ -200,6 +212,8 @@ extension Publisher where Output: Equatable {
 
 extension Publisher {
   /// Publishes whether any value satisfies `predicate`, as soon as it is known.
+  ///
+  /// ![Marble diagram: contains { $0 > 5 }](contains-where)
   @inlinable
   public func contains(
     where predicate: @escaping (Output) -> Bool
@@ -208,6 +222,8 @@ extension Publisher {
   }
 
   /// `contains(where:)` with a predicate that can throw.
+  ///
+  /// ![Marble diagram: tryContains { $0 == 0 ? throw : $0 > 5 }](tryContains)
   @inlinable
   public func tryContains(
     where predicate: @escaping (Output) throws -> Bool
@@ -216,6 +232,8 @@ extension Publisher {
   }
 
   /// Publishes whether every value satisfies `predicate`, as soon as it is known.
+  ///
+  /// ![Marble diagram: allSatisfy { $0 < 5 }](allSatisfy)
   ///
   /// ```swift
   /// [2, 4, 5].publisher.allSatisfy { $0.isMultiple(of: 2) }   // false
@@ -228,6 +246,8 @@ extension Publisher {
   }
 
   /// `allSatisfy` with a predicate that can throw.
+  ///
+  /// ![Marble diagram: tryAllSatisfy { $0 == 0 ? throw : $0 < 5 }](tryAllSatisfy)
   @inlinable
   public func tryAllSatisfy(
     _ predicate: @escaping (Output) throws -> Bool

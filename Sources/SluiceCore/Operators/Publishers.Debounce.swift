@@ -2,6 +2,8 @@ extension Publishers {
   /// Publishes a value only after `dueTime` has passed without another one, as Combine's
   /// `debounce(for:scheduler:options:)`.
   ///
+  /// ![Marble diagram: debounce(for: .seconds(2), scheduler: scheduler)](debounce)
+  ///
   /// **Demand**: asks the upstream for `.unlimited`; a value that comes due while the downstream
   /// has no demand is dropped. **Ordering**: each due value is delivered in a scheduler action;
   /// the completion follows in a scheduled action too. As in Combine, a value still waiting when
@@ -310,6 +312,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
 extension Publisher {
   /// Publishes a value only after `dueTime` passes with no newer value.
+  ///
+  /// ![Marble diagram: debounce(for: .seconds(2), scheduler: scheduler)](debounce)
   ///
   /// ```swift
   /// $query.debounce(for: .milliseconds(300), scheduler: DispatchQueue.main)

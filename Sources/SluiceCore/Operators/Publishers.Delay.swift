@@ -2,6 +2,8 @@ extension Publishers {
   /// Delivers each value and the completion after a fixed interval on a scheduler, as Combine's
   /// `delay(for:tolerance:scheduler:options:)`.
   ///
+  /// ![Marble diagram: delay(for: .seconds(2), scheduler: scheduler)](delay)
+  ///
   /// **Demand**: requests pass straight upstream; each value returns `.none`, and the demand
   /// the downstream returns when it receives the delayed value is requested then.
   /// **Ordering**: values and the completion keep the upstream's order and spacing, one at a
@@ -57,6 +59,8 @@ extension Publishers {
 
 extension Publisher {
   /// Delivers each value and the completion `interval` later, on `scheduler`.
+  ///
+  /// ![Marble diagram: delay(for: .seconds(2), scheduler: scheduler)](delay)
   ///
   /// ```swift
   /// toasts.delay(for: .seconds(2), scheduler: DispatchQueue.main)

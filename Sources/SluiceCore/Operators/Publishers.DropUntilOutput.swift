@@ -2,6 +2,8 @@ extension Publishers {
   /// A publisher that ignores its upstream's values until a second publisher sends a value,
   /// then republishes them — Combine's `DropUntilOutput`.
   ///
+  /// ![Marble diagram: drop(untilOutputFrom: trigger)](drop-untilOutputFrom)
+  ///
   /// **Demand**: the downstream's requests go to the upstream; a value dropped before the
   /// trigger uses up one unit of that demand, as in Combine. The trigger is asked for one value.
   /// **Ordering**: the upstream's values in order, one signal at a time (the trigger may
@@ -41,6 +43,8 @@ extension Publishers.DropUntilOutput: Equatable where Upstream: Equatable, Other
 extension Publisher {
   /// Ignores this publisher's values until `publisher` sends one; see
   /// ``Publishers/DropUntilOutput``.
+  ///
+  /// ![Marble diagram: drop(untilOutputFrom: trigger)](drop-untilOutputFrom)
   public func drop<P: Publisher>(untilOutputFrom publisher: P)
     -> Publishers.DropUntilOutput<Self, P>
   where Failure == P.Failure {

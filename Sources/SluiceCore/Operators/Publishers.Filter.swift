@@ -1,6 +1,8 @@
 extension Publishers {
   /// Republishes the values that satisfy a predicate, as Combine's `filter`.
   ///
+  /// ![Marble diagram: filter { $0 % 2 == 0 }](filter)
+  ///
   /// **Demand**: the downstream's requests go straight upstream (no subscription of its own, as
   /// in Combine); each rejected value asks upstream for one more.
   /// **Ordering**: the upstream's. **Cancellation**: goes straight upstream.
@@ -32,6 +34,8 @@ extension Publishers {
 
   /// Republishes the values that satisfy a predicate that can throw, as Combine's `tryFilter`:
   /// an error cancels the upstream and fails the downstream.
+  ///
+  /// ![Marble diagram: tryFilter { $0 == 0 ? throw : $0 % 2 == 0 }](tryFilter)
   ///
   /// **Demand**: passed upstream; each rejected value asks upstream for one more.
   /// **Ordering**: the upstream's. **Cancellation**: cancels the upstream; so does an error.
@@ -65,6 +69,8 @@ extension Publishers {
 
   /// Republishes the non-`nil` results of a closure, as Combine's `compactMap`.
   ///
+  /// ![Marble diagram: compactMap { $0 % 2 == 0 ? $0 * 10 : nil }](compactMap)
+  ///
   /// **Demand**: the downstream's requests go straight upstream (no subscription of its own, as
   /// in Combine); each `nil` result asks upstream for one more.
   /// **Ordering**: the upstream's. **Cancellation**: goes straight upstream.
@@ -93,6 +99,8 @@ extension Publishers {
 
   /// Republishes the non-`nil` results of a closure that can throw, as Combine's
   /// `tryCompactMap`: an error cancels the upstream and fails the downstream.
+  ///
+  /// ![Marble diagram: tryCompactMap { odd: nil, 0: throw, else $0 * 10 }](tryCompactMap)
   ///
   /// **Demand**: passed upstream; each `nil` result asks upstream for one more.
   /// **Ordering**: the upstream's. **Cancellation**: cancels the upstream; so does an error.
@@ -127,6 +135,8 @@ extension Publishers {
 extension Publisher {
   /// Republishes the values for which `isIncluded` returns `true`.
   ///
+  /// ![Marble diagram: filter { $0 % 2 == 0 }](filter)
+  ///
   /// ```swift
   /// (1...6).publisher.filter { $0.isMultiple(of: 2) }   // 2, 4, 6
   /// ```
@@ -137,6 +147,8 @@ extension Publisher {
 
   /// Republishes the values for which `isIncluded` returns `true`; an error it throws cancels
   /// the upstream and fails the downstream.
+  ///
+  /// ![Marble diagram: tryFilter { $0 == 0 ? throw : $0 % 2 == 0 }](tryFilter)
   @inlinable
   public func tryFilter(
     _ isIncluded: @escaping (Output) throws -> Bool
@@ -145,6 +157,8 @@ extension Publisher {
   }
 
   /// Republishes the non-`nil` results of `transform`.
+  ///
+  /// ![Marble diagram: compactMap { $0 % 2 == 0 ? $0 * 10 : nil }](compactMap)
   ///
   /// ```swift
   /// ["1", "x", "3"].publisher.compactMap { Int($0) }   // 1, 3
@@ -158,6 +172,8 @@ extension Publisher {
 
   /// Republishes the non-`nil` results of `transform`; an error it throws cancels the upstream
   /// and fails the downstream.
+  ///
+  /// ![Marble diagram: tryCompactMap { odd: nil, 0: throw, else $0 * 10 }](tryCompactMap)
   @inlinable
   public func tryCompactMap<T>(
     _ transform: @escaping (Output) throws -> T?
@@ -168,6 +184,8 @@ extension Publisher {
 
 extension Publishers.Filter {
   /// Fuses two filters into one, as Combine does.
+  ///
+  /// ![Marble diagram: filter { $0 % 2 == 0 }](filter)
   @inlinable
   public func filter(_ isIncluded: @escaping (Output) -> Bool) -> Publishers.Filter<Upstream> {
     let first = self.isIncluded
@@ -175,6 +193,8 @@ extension Publishers.Filter {
   }
 
   /// Fuses a filter and a tryFilter into one tryFilter, as Combine does.
+  ///
+  /// ![Marble diagram: tryFilter { $0 == 0 ? throw : $0 % 2 == 0 }](tryFilter)
   @inlinable
   public func tryFilter(
     _ isIncluded: @escaping (Output) throws -> Bool
@@ -186,6 +206,8 @@ extension Publishers.Filter {
 
 extension Publishers.TryFilter {
   /// Fuses into one tryFilter, as Combine does.
+  ///
+  /// ![Marble diagram: filter { $0 % 2 == 0 }](filter)
   @inlinable
   public func filter(_ isIncluded: @escaping (Output) -> Bool) -> Publishers.TryFilter<Upstream> {
     let first = self.isIncluded
@@ -193,6 +215,8 @@ extension Publishers.TryFilter {
   }
 
   /// Fuses into one tryFilter, as Combine does.
+  ///
+  /// ![Marble diagram: tryFilter { $0 == 0 ? throw : $0 % 2 == 0 }](tryFilter)
   @inlinable
   public func tryFilter(
     _ isIncluded: @escaping (Output) throws -> Bool
@@ -204,6 +228,8 @@ extension Publishers.TryFilter {
 
 extension Publishers.CompactMap {
   /// Fuses two compactMaps into one, as Combine does.
+  ///
+  /// ![Marble diagram: compactMap { $0 % 2 == 0 ? $0 * 10 : nil }](compactMap)
   @inlinable
   public func compactMap<T>(
     _ transform: @escaping (Output) -> T?
@@ -213,6 +239,8 @@ extension Publishers.CompactMap {
   }
 
   /// Fuses a compactMap and a map into one compactMap, as Combine does.
+  ///
+  /// ![Marble diagram: map { $0 * 10 }](map)
   @inlinable
   public func map<T>(_ transform: @escaping (Output) -> T) -> Publishers.CompactMap<Upstream, T> {
     let first = self.transform
@@ -222,6 +250,8 @@ extension Publishers.CompactMap {
 
 extension Publishers.TryCompactMap {
   /// Fuses into one tryCompactMap, as Combine does.
+  ///
+  /// ![Marble diagram: compactMap { $0 % 2 == 0 ? $0 * 10 : nil }](compactMap)
   @inlinable
   public func compactMap<T>(
     _ transform: @escaping (Output) throws -> T?

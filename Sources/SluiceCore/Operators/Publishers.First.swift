@@ -1,6 +1,8 @@
 extension Publishers {
   /// Publishes the first value and finishes, cancelling the upstream, as Combine's `first()`.
   ///
+  /// ![Marble diagram: first()](first)
+  ///
   /// **Demand**: `.unlimited` upstream; the value waits for the downstream's demand.
   /// **Ordering**: at most one value, then `.finished`. **Cancellation**: cancels the upstream;
   /// so does the first value.
@@ -28,6 +30,8 @@ extension Publishers {
 
   /// Publishes the first value that satisfies a predicate and finishes, cancelling the upstream,
   /// as Combine's `first(where:)`.
+  ///
+  /// ![Marble diagram: first { $0 > 5 }](first-where)
   ///
   /// **Demand**: `.unlimited` upstream. **Ordering**: at most one value, then `.finished`.
   /// **Cancellation**: cancels the upstream; so does a match.
@@ -62,6 +66,8 @@ extension Publishers {
 
   /// `first(where:)` with a predicate that can throw, as Combine's `tryFirst(where:)`.
   ///
+  /// ![Marble diagram: tryFirst { $0 == 0 ? throw : $0 > 5 }](tryFirst)
+  ///
   /// **Demand**: `.unlimited` upstream. **Ordering**: at most one value, then `.finished`.
   /// **Cancellation**: cancels the upstream; so do a match and an error.
   public struct TryFirstWhere<Upstream: Publisher>: Publisher {
@@ -95,6 +101,8 @@ extension Publishers {
 
   /// Publishes the last value when the upstream finishes, as Combine's `last()`.
   ///
+  /// ![Marble diagram: last()](last)
+  ///
   /// **Demand**: `.unlimited` upstream; the value waits for the downstream's demand.
   /// **Ordering**: at most one value, then `.finished`. **Cancellation**: cancels the upstream.
   public struct Last<Upstream: Publisher>: Publisher {
@@ -120,6 +128,8 @@ extension Publishers {
 
   /// Publishes the last value that satisfies a predicate when the upstream finishes, as
   /// Combine's `last(where:)`.
+  ///
+  /// ![Marble diagram: last { $0 > 5 }](last-where)
   ///
   /// **Demand**: `.unlimited` upstream. **Ordering**: at most one value, then `.finished`.
   /// **Cancellation**: cancels the upstream.
@@ -153,6 +163,8 @@ extension Publishers {
   }
 
   /// `last(where:)` with a predicate that can throw, as Combine's `tryLast(where:)`.
+  ///
+  /// ![Marble diagram: tryLast { $0 == 0 ? throw : $0 > 5 }](tryLast)
   ///
   /// **Demand**: `.unlimited` upstream. **Ordering**: at most one value, then `.finished`.
   /// **Cancellation**: cancels the upstream; so does an error.
@@ -218,6 +230,8 @@ extension ClosureStep where State == Output?, Input == Output {
 extension Publisher {
   /// Publishes the first value, then finishes (cancelling the upstream).
   ///
+  /// ![Marble diagram: first()](first)
+  ///
   /// ```swift
   /// [7, 8].publisher.first()   // 7
   /// ```
@@ -225,6 +239,8 @@ extension Publisher {
   public func first() -> Publishers.First<Self> { Publishers.First(upstream: self) }
 
   /// Publishes the first value that satisfies `predicate`, then finishes.
+  ///
+  /// ![Marble diagram: first { $0 > 5 }](first-where)
   @inlinable
   public func first(
     where predicate: @escaping (Output) -> Bool
@@ -233,6 +249,8 @@ extension Publisher {
   }
 
   /// `first(where:)` with a predicate that can throw.
+  ///
+  /// ![Marble diagram: tryFirst { $0 == 0 ? throw : $0 > 5 }](tryFirst)
   @inlinable
   public func tryFirst(
     where predicate: @escaping (Output) throws -> Bool
@@ -242,6 +260,8 @@ extension Publisher {
 
   /// Publishes the last value when this publisher finishes.
   ///
+  /// ![Marble diagram: last()](last)
+  ///
   /// ```swift
   /// [7, 8].publisher.last()   // 8
   /// ```
@@ -249,12 +269,16 @@ extension Publisher {
   public func last() -> Publishers.Last<Self> { Publishers.Last(upstream: self) }
 
   /// Publishes the last value that satisfies `predicate` when this publisher finishes.
+  ///
+  /// ![Marble diagram: last { $0 > 5 }](last-where)
   @inlinable
   public func last(where predicate: @escaping (Output) -> Bool) -> Publishers.LastWhere<Self> {
     Publishers.LastWhere(upstream: self, predicate: predicate)
   }
 
   /// `last(where:)` with a predicate that can throw.
+  ///
+  /// ![Marble diagram: tryLast { $0 == 0 ? throw : $0 > 5 }](tryLast)
   @inlinable
   public func tryLast(
     where predicate: @escaping (Output) throws -> Bool

@@ -2,6 +2,8 @@ extension Publishers {
   /// Transforms each upstream value into a publisher and merges their values, as Combine's
   /// `flatMap(maxPublishers:_:)`.
   ///
+  /// ![Marble diagram: outer.flatMap { inner($0) }](flatMap)
+  ///
   /// **Demand**: asks the upstream for `maxPublishers` values, and for one more each time an
   /// inner publisher finishes; each inner publisher is asked for one value at a time (all it
   /// has, once the downstream's demand is unlimited), and a value beyond the downstream's demand
@@ -91,6 +93,9 @@ extension Publisher {
   /// Transforms each value into a publisher and merges their values, with at most
   /// `maxPublishers` subscribed at once.
   ///
+  /// ![Marble diagram: outer.flatMap { inner($0) }](flatMap)
+  /// ![Marble diagram: outer.flatMap(maxPublishers: .max(1)) { inner($0) }](flatMap-maxPublishers)
+  ///
   /// ```swift
   /// ids.flatMap(maxPublishers: .max(4)) { id in AsyncFuture { try await api.item(id) } }
   /// ```
@@ -101,6 +106,9 @@ extension Publisher {
   }
 
   /// `flatMap` into publishers that cannot fail.
+  ///
+  /// ![Marble diagram: outer.flatMap { inner($0) }](flatMap)
+  /// ![Marble diagram: outer.flatMap(maxPublishers: .max(1)) { inner($0) }](flatMap-maxPublishers)
   public func flatMap<P: Publisher>(
     maxPublishers: Subscribers.Demand = .unlimited, _ transform: @escaping (Output) -> P
   ) -> Publishers.FlatMap<Publishers.SetFailureType<P, Failure>, Self> where P.Failure == Never {
@@ -112,6 +120,9 @@ extension Publisher {
 
 extension Publisher where Failure == Never {
   /// `flatMap` from a publisher that cannot fail into publishers that can.
+  ///
+  /// ![Marble diagram: outer.flatMap { inner($0) }](flatMap)
+  /// ![Marble diagram: outer.flatMap(maxPublishers: .max(1)) { inner($0) }](flatMap-maxPublishers)
   public func flatMap<P: Publisher>(
     maxPublishers: Subscribers.Demand = .unlimited, _ transform: @escaping (Output) -> P
   ) -> Publishers.FlatMap<P, Publishers.SetFailureType<Self, P.Failure>> {
@@ -121,6 +132,9 @@ extension Publisher where Failure == Never {
   }
 
   /// `flatMap` when neither side can fail.
+  ///
+  /// ![Marble diagram: outer.flatMap { inner($0) }](flatMap)
+  /// ![Marble diagram: outer.flatMap(maxPublishers: .max(1)) { inner($0) }](flatMap-maxPublishers)
   public func flatMap<P: Publisher>(
     maxPublishers: Subscribers.Demand = .unlimited, _ transform: @escaping (Output) -> P
   ) -> Publishers.FlatMap<P, Self> where P.Failure == Never {

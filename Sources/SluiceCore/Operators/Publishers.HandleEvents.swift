@@ -2,6 +2,8 @@ extension Publishers {
   /// Calls closures on every event of a subscription, then passes the event on, as Combine's
   /// `handleEvents`.
   ///
+  /// ![Marble diagram: handleEvents(receiveOutput: { log($0) })](handleEvents)
+  ///
   /// **Demand**: passed upstream unchanged (`receiveRequest` sees each request).
   /// **Ordering**: each closure runs just before its event is passed on, on the thread of the
   /// event. **Cancellation**: `receiveCancel` runs, then the upstream is cancelled.
@@ -160,6 +162,8 @@ final class HookedSubscription<Downstream: Subscriber>: Subscriber, Subscription
 
 extension Publisher {
   /// Calls the given closures on the events of each subscription (debugging, side effects).
+  ///
+  /// ![Marble diagram: handleEvents(receiveOutput: { log($0) })](handleEvents)
   ///
   /// ```swift
   /// publisher.handleEvents(receiveOutput: { print("got", $0) })

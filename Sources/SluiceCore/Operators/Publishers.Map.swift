@@ -1,6 +1,8 @@
 extension Publishers {
   /// Transforms every value from the upstream with a closure, as Combine's `map`.
   ///
+  /// ![Marble diagram: map { $0 * 10 }](map)
+  ///
   /// **Demand**: passed upstream unchanged (the downstream receives the upstream's own
   /// subscription). **Ordering**: the upstream's. **Cancellation**: straight to the upstream.
   public struct Map<Upstream: Publisher, Output>: Publisher {
@@ -27,6 +29,8 @@ extension Publishers {
 
   /// Transforms every value with a closure that can throw, as Combine's `tryMap`: an error
   /// cancels the upstream and fails the downstream.
+  ///
+  /// ![Marble diagram: tryMap { 12 / $0 }  // throws on 0](tryMap)
   ///
   /// **Demand**: passed upstream unchanged. **Ordering**: the upstream's. **Cancellation**:
   /// cancels the upstream; so does an error thrown by `transform`, before the failure is sent.
@@ -61,6 +65,8 @@ extension Publishers {
 extension Publisher {
   /// Transforms each value with `transform`.
   ///
+  /// ![Marble diagram: map { $0 * 10 }](map)
+  ///
   /// ```swift
   /// [1, 2, 3].publisher.map { $0 * 10 }   // 10, 20, 30
   /// ```
@@ -71,12 +77,16 @@ extension Publisher {
 
   /// Transforms each value with `transform`, which may throw; an error cancels the upstream
   /// and fails the downstream.
+  ///
+  /// ![Marble diagram: tryMap { 12 / $0 }  // throws on 0](tryMap)
   @inlinable
   public func tryMap<T>(_ transform: @escaping (Output) throws -> T) -> Publishers.TryMap<Self, T> {
     Publishers.TryMap(upstream: self, transform: transform)
   }
 
   /// Replaces `nil` values with `output`.
+  ///
+  /// ![Marble diagram: replaceNil(with: 0)](replaceNil)
   ///
   /// ```swift
   /// [1, nil, 3].publisher.replaceNil(with: 0)   // 1, 0, 3
@@ -89,6 +99,8 @@ extension Publisher {
 
 extension Publishers.Map {
   /// Fuses two maps into one, as Combine does.
+  ///
+  /// ![Marble diagram: map { $0 * 10 }](map)
   @inlinable
   public func map<T>(_ transform: @escaping (Output) -> T) -> Publishers.Map<Upstream, T> {
     let first = self.transform
@@ -96,6 +108,8 @@ extension Publishers.Map {
   }
 
   /// Fuses a map and a tryMap into one tryMap, as Combine does.
+  ///
+  /// ![Marble diagram: tryMap { 12 / $0 }  // throws on 0](tryMap)
   @inlinable
   public func tryMap<T>(
     _ transform: @escaping (Output) throws -> T
@@ -107,6 +121,8 @@ extension Publishers.Map {
 
 extension Publishers.TryMap {
   /// Fuses into one tryMap, as Combine does.
+  ///
+  /// ![Marble diagram: map { $0 * 10 }](map)
   @inlinable
   public func map<T>(_ transform: @escaping (Output) -> T) -> Publishers.TryMap<Upstream, T> {
     let first = self.transform
@@ -114,6 +130,8 @@ extension Publishers.TryMap {
   }
 
   /// Fuses into one tryMap, as Combine does.
+  ///
+  /// ![Marble diagram: tryMap { 12 / $0 }  // throws on 0](tryMap)
   @inlinable
   public func tryMap<T>(
     _ transform: @escaping (Output) throws -> T

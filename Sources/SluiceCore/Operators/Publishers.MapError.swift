@@ -1,6 +1,8 @@
 extension Publishers {
   /// Converts the upstream's failure with a closure, as Combine's `mapError`.
   ///
+  /// ![Marble diagram: mapError { _ in URLError(.timedOut) }](mapError)
+  ///
   /// **Demand**: passed upstream unchanged. **Ordering**: the upstream's; values pass as they
   /// are. **Cancellation**: straight to the upstream.
   public struct MapError<Upstream: Publisher, Failure: Error>: Publisher {
@@ -35,6 +37,8 @@ extension Publishers {
 
   /// Gives a publisher that cannot fail another failure type, as Combine's
   /// `setFailureType(to:)`, so it can be combined with publishers that can.
+  ///
+  /// ![Marble diagram: setFailureType(to: Boom.self)](setFailureType)
   ///
   /// **Demand**: passed upstream unchanged. **Ordering**: the upstream's. **Cancellation**:
   /// straight to the upstream.
@@ -74,6 +78,8 @@ extension Publishers.SetFailureType: Equatable where Upstream: Equatable {}
 extension Publisher {
   /// Converts the failure with `transform`.
   ///
+  /// ![Marble diagram: mapError { _ in URLError(.timedOut) }](mapError)
+  ///
   /// ```swift
   /// Fail<Int, MyError>(error: .boom).mapError { _ in OtherError() }
   /// ```
@@ -87,6 +93,8 @@ extension Publisher {
 
 extension Publisher where Failure == Never {
   /// Declares that this publisher, which cannot fail, has failure type `E`.
+  ///
+  /// ![Marble diagram: setFailureType(to: Boom.self)](setFailureType)
   @inlinable
   public func setFailureType<E: Error>(to failureType: E.Type) -> Publishers.SetFailureType<Self, E>
   {

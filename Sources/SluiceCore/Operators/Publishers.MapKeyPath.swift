@@ -1,6 +1,8 @@
 extension Publishers {
   /// Publishes the value of a key path of each upstream value (`map(\.name)`).
   ///
+  /// ![Marble diagram: map(.count)](map-keypath)
+  ///
   /// **Demand**: passed upstream unchanged. **Ordering**: the upstream's. **Cancellation**:
   /// straight to the upstream.
   public struct MapKeyPath<Upstream: Publisher, Output>: Publisher {
@@ -30,6 +32,8 @@ extension Publishers {
   }
 
   /// Publishes the values of two key paths of each upstream value, as a tuple.
+  ///
+  /// ![Marble diagram: map(.count)](map-keypath)
   ///
   /// **Demand**: passed upstream unchanged. **Ordering**: the upstream's. **Cancellation**:
   /// straight to the upstream.
@@ -71,6 +75,8 @@ extension Publishers {
   }
 
   /// Publishes the values of three key paths of each upstream value, as a tuple.
+  ///
+  /// ![Marble diagram: map(.count)](map-keypath)
   ///
   /// **Demand**: passed upstream unchanged. **Ordering**: the upstream's. **Cancellation**:
   /// straight to the upstream.
@@ -118,6 +124,8 @@ extension Publishers {
 extension Publisher {
   /// Publishes the value of `keyPath` of each value.
   ///
+  /// ![Marble diagram: map(.count)](map-keypath)
+  ///
   /// ```swift
   /// ["a", "bcd"].publisher.map(\.count)   // 1, 3
   /// ```
@@ -127,6 +135,8 @@ extension Publisher {
   }
 
   /// Publishes the values of two key paths of each value, as a tuple.
+  ///
+  /// ![Marble diagram: map(.count)](map-keypath)
   @inlinable
   public func map<T0, T1>(
     _ keyPath0: KeyPath<Output, T0>, _ keyPath1: KeyPath<Output, T1>
@@ -135,6 +145,8 @@ extension Publisher {
   }
 
   /// Publishes the values of three key paths of each value, as a tuple.
+  ///
+  /// ![Marble diagram: map(.count)](map-keypath)
   @inlinable
   public func map<T0, T1, T2>(
     _ keyPath0: KeyPath<Output, T0>, _ keyPath1: KeyPath<Output, T1>,

@@ -2,6 +2,8 @@ extension Publishers {
   /// A publisher that replaces each value with the time since the previous one (the first:
   /// since the subscription), measured with `scheduler`'s clock — Combine's `MeasureInterval`.
   ///
+  /// ![Marble diagram: measureInterval(using: scheduler)](measureInterval)
+  ///
   /// **Demand**: passed through (demand the downstream returns is requested from the upstream).
   /// **Ordering**: one interval per value, on the thread the value arrives on.
   /// **Cancellation** cancels the upstream.
@@ -32,6 +34,8 @@ extension Publishers {
 
 extension Publisher {
   /// Publishes the time between this publisher's values; see ``Publishers/MeasureInterval``.
+  ///
+  /// ![Marble diagram: measureInterval(using: scheduler)](measureInterval)
   public func measureInterval<S: Scheduler>(
     using scheduler: S, options: S.SchedulerOptions? = nil
   ) -> Publishers.MeasureInterval<Self, S> {

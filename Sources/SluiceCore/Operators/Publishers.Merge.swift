@@ -1,6 +1,8 @@
 extension Publishers {
   /// A publisher that merges 2 upstreams of the same output and failure, as Combine's
   /// `Merge`: see ``MergeMany`` for its demand, ordering and cancellation.
+  ///
+  /// ![Marble diagram: first.merge(with: second)](merge)
   public struct Merge<A: Publisher, B: Publisher>: Publisher
   where
     A.Output == B.Output, A.Failure == B.Failure
@@ -30,6 +32,8 @@ extension Publishers {
 
   /// A publisher that merges 3 upstreams of the same output and failure, as Combine's
   /// `Merge3`: see ``MergeMany`` for its demand, ordering and cancellation.
+  ///
+  /// ![Marble diagram: first.merge(with: second, third)](merge-three)
   public struct Merge3<A: Publisher, B: Publisher, C: Publisher>: Publisher
   where
     A.Output == B.Output, A.Failure == B.Failure,
@@ -63,6 +67,8 @@ extension Publishers {
 
   /// A publisher that merges 4 upstreams of the same output and failure, as Combine's
   /// `Merge4`: see ``MergeMany`` for its demand, ordering and cancellation.
+  ///
+  /// ![Marble diagram: first.merge(with: second, third)](merge-three)
   public struct Merge4<A: Publisher, B: Publisher, C: Publisher, D: Publisher>: Publisher
   where
     A.Output == B.Output, A.Failure == B.Failure,
@@ -100,6 +106,8 @@ extension Publishers {
 
   /// A publisher that merges 5 upstreams of the same output and failure, as Combine's
   /// `Merge5`: see ``MergeMany`` for its demand, ordering and cancellation.
+  ///
+  /// ![Marble diagram: first.merge(with: second, third)](merge-three)
   public struct Merge5<A: Publisher, B: Publisher, C: Publisher, D: Publisher, E: Publisher>:
     Publisher
   where
@@ -142,6 +150,8 @@ extension Publishers {
 
   /// A publisher that merges 6 upstreams of the same output and failure, as Combine's
   /// `Merge6`: see ``MergeMany`` for its demand, ordering and cancellation.
+  ///
+  /// ![Marble diagram: first.merge(with: second, third)](merge-three)
   public struct Merge6<
     A: Publisher, B: Publisher, C: Publisher, D: Publisher, E: Publisher, F: Publisher
   >: Publisher
@@ -190,6 +200,8 @@ extension Publishers {
 
   /// A publisher that merges 7 upstreams of the same output and failure, as Combine's
   /// `Merge7`: see ``MergeMany`` for its demand, ordering and cancellation.
+  ///
+  /// ![Marble diagram: first.merge(with: second, third)](merge-three)
   public struct Merge7<
     A: Publisher, B: Publisher, C: Publisher, D: Publisher, E: Publisher, F: Publisher, G: Publisher
   >: Publisher
@@ -242,6 +254,8 @@ extension Publishers {
 
   /// A publisher that merges 8 upstreams of the same output and failure, as Combine's
   /// `Merge8`: see ``MergeMany`` for its demand, ordering and cancellation.
+  ///
+  /// ![Marble diagram: first.merge(with: second, third)](merge-three)
   public struct Merge8<
     A: Publisher, B: Publisher, C: Publisher, D: Publisher, E: Publisher, F: Publisher,
     G: Publisher, H: Publisher
@@ -301,18 +315,24 @@ extension Publishers {
 
 extension Publisher {
   /// Merges this publisher with 1 other of the same output and failure.
+  ///
+  /// ![Marble diagram: first.merge(with: second)](merge)
   public func merge<B: Publisher>(with other: B) -> Publishers.Merge<Self, B>
   where Failure == B.Failure, Output == B.Output {
     Publishers.Merge(self, other)
   }
 
   /// Merges this publisher with 2 others of the same output and failure.
+  ///
+  /// ![Marble diagram: first.merge(with: second, third)](merge-three)
   public func merge<B: Publisher, C: Publisher>(with b: B, _ c: C) -> Publishers.Merge3<Self, B, C>
   where Failure == B.Failure, Output == B.Output, Failure == C.Failure, Output == C.Output {
     Publishers.Merge3(self, b, c)
   }
 
   /// Merges this publisher with 3 others of the same output and failure.
+  ///
+  /// ![Marble diagram: first.merge(with: second, third)](merge-three)
   public func merge<B: Publisher, C: Publisher, D: Publisher>(with b: B, _ c: C, _ d: D)
     -> Publishers.Merge4<Self, B, C, D>
   where
@@ -323,6 +343,8 @@ extension Publisher {
   }
 
   /// Merges this publisher with 4 others of the same output and failure.
+  ///
+  /// ![Marble diagram: first.merge(with: second, third)](merge-three)
   public func merge<B: Publisher, C: Publisher, D: Publisher, E: Publisher>(
     with b: B, _ c: C, _ d: D, _ e: E
   ) -> Publishers.Merge5<Self, B, C, D, E>
@@ -334,6 +356,8 @@ extension Publisher {
   }
 
   /// Merges this publisher with 5 others of the same output and failure.
+  ///
+  /// ![Marble diagram: first.merge(with: second, third)](merge-three)
   public func merge<B: Publisher, C: Publisher, D: Publisher, E: Publisher, F: Publisher>(
     with b: B, _ c: C, _ d: D, _ e: E, _ f: F
   ) -> Publishers.Merge6<Self, B, C, D, E, F>
@@ -346,6 +370,8 @@ extension Publisher {
   }
 
   /// Merges this publisher with 6 others of the same output and failure.
+  ///
+  /// ![Marble diagram: first.merge(with: second, third)](merge-three)
   public func merge<
     B: Publisher, C: Publisher, D: Publisher, E: Publisher, F: Publisher, G: Publisher
   >(with b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G) -> Publishers.Merge7<Self, B, C, D, E, F, G>
@@ -358,6 +384,8 @@ extension Publisher {
   }
 
   /// Merges this publisher with 7 others of the same output and failure.
+  ///
+  /// ![Marble diagram: first.merge(with: second, third)](merge-three)
   public func merge<
     B: Publisher, C: Publisher, D: Publisher, E: Publisher, F: Publisher, G: Publisher, H: Publisher
   >(with b: B, _ c: C, _ d: D, _ e: E, _ f: F, _ g: G, _ h: H)

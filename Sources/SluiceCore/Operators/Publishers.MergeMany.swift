@@ -1,6 +1,8 @@
 extension Publishers {
   /// A publisher that merges any number of upstreams of one type, as Combine's `MergeMany`.
   ///
+  /// ![Marble diagram: first.merge(with: second, third)](merge-three)
+  ///
   /// **Demand**: each upstream is asked for one value at a time (all it has, once the
   /// downstream's demand is unlimited); a value beyond the downstream's demand waits, at most one
   /// per upstream, and is delivered first when the downstream requests. **Ordering**: values from

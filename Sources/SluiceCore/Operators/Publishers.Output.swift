@@ -2,6 +2,8 @@ extension Publishers {
   /// Republishes the values at the given positions, as Combine's `output(in:)`, `output(at:)`
   /// and `prefix(_:)`.
   ///
+  /// ![Marble diagram: output(in: 1...2)](output-in)
+  ///
   /// **Demand**: passed upstream; each value before the range asks upstream for one more.
   /// **Ordering**: the upstream's. **Cancellation**: cancels the upstream; so does the last
   /// value of the range, right after it is delivered, before `.finished`.
@@ -43,6 +45,8 @@ extension Publishers {
 extension Publisher {
   /// Republishes the value at position `index` (0-based), then finishes.
   ///
+  /// ![Marble diagram: output(at: 1)](output-at)
+  ///
   /// ```swift
   /// ["a", "b", "c"].publisher.output(at: 1)   // "b"
   /// ```
@@ -55,6 +59,8 @@ extension Publisher {
 
   /// Republishes the values at the positions in `range` (0-based), then finishes.
   ///
+  /// ![Marble diagram: output(in: 1...2)](output-in)
+  ///
   /// ```swift
   /// (10...20).publisher.output(in: 2...4)   // 12, 13, 14
   /// ```
@@ -66,6 +72,8 @@ extension Publisher {
   }
 
   /// Republishes the first `maxLength` values, then finishes.
+  ///
+  /// ![Marble diagram: prefix(2)](prefix)
   ///
   /// ```swift
   /// (1...).publisher.prefix(3)   // 1, 2, 3
@@ -80,6 +88,8 @@ extension Publisher {
 
 extension Publishers {
   /// Omits the first values of the upstream, as Combine's `dropFirst(_:)`.
+  ///
+  /// ![Marble diagram: dropFirst(2)](dropFirst)
   ///
   /// **Demand**: the downstream receives the subscription at once (as in Combine); what it
   /// requests before the upstream subscribes is summed and sent with `count` added when it does,
@@ -115,6 +125,8 @@ extension Publishers {
 
 extension Publisher {
   /// Omits the first `count` values.
+  ///
+  /// ![Marble diagram: dropFirst(2)](dropFirst)
   ///
   /// ```swift
   /// [1, 2, 3].publisher.dropFirst()   // 2, 3

@@ -2,6 +2,8 @@ extension Publishers {
   /// A publisher that republishes its upstream's values until a second publisher sends a
   /// value, then finishes — Combine's `PrefixUntilOutput`.
   ///
+  /// ![Marble diagram: prefix(untilOutputFrom: trigger)](prefix-untilOutputFrom)
+  ///
   /// **Demand**: the downstream's requests go to the upstream; the trigger is asked for one
   /// value. **Ordering**: the upstream's values in order, one signal at a time (the trigger may
   /// fire on another thread). **Completion**: `.finished` when the trigger sends a value (the
@@ -36,6 +38,8 @@ extension Publishers {
 extension Publisher {
   /// Republishes this publisher's values until `publisher` sends one, then finishes; see
   /// ``Publishers/PrefixUntilOutput``.
+  ///
+  /// ![Marble diagram: prefix(untilOutputFrom: trigger)](prefix-untilOutputFrom)
   public func prefix<P: Publisher>(untilOutputFrom publisher: P)
     -> Publishers.PrefixUntilOutput<Self, P>
   {

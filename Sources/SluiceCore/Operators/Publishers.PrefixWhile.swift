@@ -2,6 +2,8 @@ extension Publishers {
   /// Republishes values while a predicate holds, then finishes, as Combine's
   /// `prefix(while:)`.
   ///
+  /// ![Marble diagram: prefix { $0 < 5 }](prefix-while)
+  ///
   /// **Demand**: passed upstream unchanged. **Ordering**: the upstream's. **Cancellation**:
   /// cancels the upstream; so does the first value that fails the predicate (not published),
   /// before `.finished` is sent.
@@ -36,6 +38,8 @@ extension Publishers {
 
   /// `prefix(while:)` with a predicate that can throw, as Combine's `tryPrefix(while:)`: an
   /// error cancels the upstream and fails the downstream.
+  ///
+  /// ![Marble diagram: tryPrefix { $0 == 0 ? throw : $0 < 5 }](tryPrefix)
   ///
   /// **Demand**: passed upstream unchanged. **Ordering**: the upstream's. **Cancellation**:
   /// cancels the upstream; so do the end of the prefix and an error.
@@ -75,6 +79,8 @@ extension Publishers {
   /// Drops values while a predicate holds, then republishes everything, as Combine's
   /// `drop(while:)`.
   ///
+  /// ![Marble diagram: drop { $0 < 5 }](drop-while)
+  ///
   /// **Demand**: passed upstream; each dropped value asks upstream for one more.
   /// **Ordering**: the upstream's. **Cancellation**: cancels the upstream.
   public struct DropWhile<Upstream: Publisher>: Publisher {
@@ -110,6 +116,8 @@ extension Publishers {
 
   /// `drop(while:)` with a predicate that can throw, as Combine's `tryDrop(while:)`: an error
   /// cancels the upstream and fails the downstream.
+  ///
+  /// ![Marble diagram: tryDrop { $0 == 0 ? throw : $0 < 5 }](tryDrop)
   ///
   /// **Demand**: passed upstream; each dropped value asks upstream for one more.
   /// **Ordering**: the upstream's. **Cancellation**: cancels the upstream; so does an error.
@@ -153,6 +161,8 @@ extension Publishers {
 extension Publisher {
   /// Republishes values while `predicate` returns `true`, then finishes (cancelling upstream).
   ///
+  /// ![Marble diagram: prefix { $0 < 5 }](prefix-while)
+  ///
   /// ```swift
   /// [1, 2, 5, 1].publisher.prefix { $0 < 3 }   // 1, 2
   /// ```
@@ -164,6 +174,8 @@ extension Publisher {
   }
 
   /// `prefix(while:)` with a predicate that can throw.
+  ///
+  /// ![Marble diagram: tryPrefix { $0 == 0 ? throw : $0 < 5 }](tryPrefix)
   @inlinable
   public func tryPrefix(
     while predicate: @escaping (Output) throws -> Bool
@@ -172,6 +184,8 @@ extension Publisher {
   }
 
   /// Drops values while `predicate` returns `true`, then republishes everything.
+  ///
+  /// ![Marble diagram: drop { $0 < 5 }](drop-while)
   ///
   /// ```swift
   /// [1, 2, 5, 1].publisher.drop { $0 < 3 }   // 5, 1
@@ -182,6 +196,8 @@ extension Publisher {
   }
 
   /// `drop(while:)` with a predicate that can throw.
+  ///
+  /// ![Marble diagram: tryDrop { $0 == 0 ? throw : $0 < 5 }](tryDrop)
   @inlinable
   public func tryDrop(
     while predicate: @escaping (Output) throws -> Bool

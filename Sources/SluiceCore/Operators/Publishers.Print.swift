@@ -2,6 +2,8 @@ extension Publishers {
   /// Prints a line for every event of each subscription, as Combine's `print(_:to:)`, in
   /// Combine's format: `"prefix: receive value: (1)"`, `"prefix: request max: (1)"`, …
   ///
+  /// ![Marble diagram: print("input")](print)
+  ///
   /// **Demand**: passed upstream unchanged. **Ordering**: each line is written just before the
   /// event is passed on. **Cancellation**: prints `receive cancel` (on every `cancel()`, also after
   /// the completion, as Combine's), then cancels the upstream.
@@ -118,6 +120,8 @@ final class PrintLog: @unchecked Sendable {
 
 extension Publisher {
   /// Prints every event, prefixed with `prefix`, to `stream` or standard output.
+  ///
+  /// ![Marble diagram: print("input")](print)
   ///
   /// ```swift
   /// Just(1).print("just").sink { _ in }

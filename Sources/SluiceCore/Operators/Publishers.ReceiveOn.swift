@@ -2,6 +2,8 @@ extension Publishers {
   /// Delivers the upstream's values and completion on a scheduler, as Combine's
   /// `receive(on:options:)`.
   ///
+  /// ![Marble diagram: receive(on: scheduler)](receive-on)
+  ///
   /// **Demand**: requests pass straight upstream; each value returns `.none` to the upstream, and
   /// the demand the downstream returns when it receives the value on the scheduler is requested
   /// from the upstream then. **Ordering**: every value and the completion are delivered in a
@@ -50,6 +52,8 @@ extension Publishers {
 
 extension Publisher {
   /// Delivers this publisher's values and completion on `scheduler`.
+  ///
+  /// ![Marble diagram: receive(on: scheduler)](receive-on)
   ///
   /// ```swift
   /// search.results.receive(on: DispatchQueue.main).sink { model.results = $0 }

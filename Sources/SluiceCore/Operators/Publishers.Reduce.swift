@@ -2,6 +2,8 @@ extension Publishers {
   /// Folds every value into an accumulator and publishes the result when the upstream
   /// finishes, as Combine's `reduce`.
   ///
+  /// ![Marble diagram: reduce(0, +)](reduce)
+  ///
   /// **Demand**: `.unlimited` upstream; the result waits for the downstream's demand.
   /// **Ordering**: one value, then `.finished`. **Cancellation**: cancels the upstream and drops
   /// the accumulator. A failure passes on.
@@ -45,6 +47,8 @@ extension Publishers {
 
   /// `reduce` with a closure that can throw, as Combine's `tryReduce`: an error cancels the
   /// upstream and fails the downstream.
+  ///
+  /// ![Marble diagram: tryReduce(0) { sum, n in n == 0 ? throw : sum + n }](tryReduce)
   ///
   /// **Demand**: `.unlimited` upstream. **Ordering**: one value, then `.finished`.
   /// **Cancellation**: cancels the upstream; so does an error.
@@ -91,6 +95,8 @@ extension Publishers {
   /// Publishes how many values the upstream published, when it finishes, as Combine's
   /// `count()`.
   ///
+  /// ![Marble diagram: count()](count)
+  ///
   /// **Demand**: `.unlimited` upstream; the count waits for the downstream's demand.
   /// **Ordering**: one value, then `.finished`. **Cancellation**: cancels the upstream.
   public struct Count<Upstream: Publisher>: Publisher {
@@ -125,6 +131,8 @@ extension Publisher {
   /// Folds every value into `initialResult` and publishes the result when this publisher
   /// finishes.
   ///
+  /// ![Marble diagram: reduce(0, +)](reduce)
+  ///
   /// ```swift
   /// (1...4).publisher.reduce(0, +)   // 10
   /// ```
@@ -137,6 +145,8 @@ extension Publisher {
 
   /// `reduce` with a closure that can throw; an error cancels the upstream and fails the
   /// downstream.
+  ///
+  /// ![Marble diagram: tryReduce(0) { sum, n in n == 0 ? throw : sum + n }](tryReduce)
   @inlinable
   public func tryReduce<T>(
     _ initialResult: T, _ nextPartialResult: @escaping (T, Output) throws -> T
@@ -146,6 +156,8 @@ extension Publisher {
   }
 
   /// Publishes how many values this publisher published, when it finishes.
+  ///
+  /// ![Marble diagram: count()](count)
   @inlinable
   public func count() -> Publishers.Count<Self> {
     Publishers.Count(upstream: self)

@@ -2,6 +2,8 @@ extension Publishers {
   /// Publishes only values that differ from the previously published one, as Combine's
   /// `removeDuplicates`.
   ///
+  /// ![Marble diagram: removeDuplicates()](removeDuplicates)
+  ///
   /// **Demand**: passed upstream; each duplicate asks upstream for one more. **Ordering**: the
   /// upstream's. **Cancellation**: cancels the upstream.
   public struct RemoveDuplicates<Upstream: Publisher>: Publisher {
@@ -40,6 +42,8 @@ extension Publishers {
 
   /// `removeDuplicates(by:)` with a predicate that can throw, as Combine's
   /// `tryRemoveDuplicates(by:)`: an error cancels the upstream and fails the downstream.
+  ///
+  /// ![Marble diagram: tryRemoveDuplicates { $1 == 0 ? throw : $0 == $1 }](tryRemoveDuplicates)
   ///
   /// **Demand**: passed upstream; each duplicate asks upstream for one more. **Ordering**: the
   /// upstream's. **Cancellation**: cancels the upstream; so does an error.
@@ -87,6 +91,8 @@ extension Publishers {
 extension Publisher where Output: Equatable {
   /// Publishes only values that differ from the previously published one.
   ///
+  /// ![Marble diagram: removeDuplicates()](removeDuplicates)
+  ///
   /// ```swift
   /// [1, 1, 2, 2, 1].publisher.removeDuplicates()   // 1, 2, 1
   /// ```
@@ -99,6 +105,8 @@ extension Publisher where Output: Equatable {
 extension Publisher {
   /// Publishes only values for which `predicate(previous, value)` is `false`, `previous` being
   /// the last published value.
+  ///
+  /// ![Marble diagram: removeDuplicates { abs($0 - $1) < 2 }](removeDuplicates-by)
   @inlinable
   public func removeDuplicates(
     by predicate: @escaping (Output, Output) -> Bool
@@ -108,6 +116,8 @@ extension Publisher {
 
   /// `removeDuplicates(by:)` with a predicate that can throw; an error cancels the upstream and
   /// fails the downstream.
+  ///
+  /// ![Marble diagram: tryRemoveDuplicates { $1 == 0 ? throw : $0 == $1 }](tryRemoveDuplicates)
   @inlinable
   public func tryRemoveDuplicates(
     by predicate: @escaping (Output, Output) throws -> Bool

@@ -2,6 +2,8 @@ extension Publishers {
   /// Publishes `output` if the upstream finishes without publishing anything, as Combine's
   /// `replaceEmpty(with:)`.
   ///
+  /// ![Marble diagram: replaceEmpty(with: "z")](replaceEmpty)
+  ///
   /// **Demand**: passed upstream; `output` waits for the downstream's demand. **Ordering**: the
   /// upstream's values, or `output` then `.finished`. **Cancellation**: cancels the upstream and
   /// drops a waiting `output`. A failure passes on as it is.
@@ -45,6 +47,8 @@ extension Publishers {
 
   /// Replaces a failure with `output` and `.finished`, as Combine's `replaceError(with:)`.
   ///
+  /// ![Marble diagram: replaceError(with: 0)](replaceError)
+  ///
   /// **Demand**: passed upstream; `output` waits for the downstream's remaining demand.
   /// **Ordering**: the upstream's values, then `output` on failure. **Cancellation**: cancels
   /// the upstream and drops a waiting `output`. A value beyond the outstanding demand traps
@@ -87,6 +91,8 @@ extension Publishers {
 extension Publisher {
   /// Publishes `output` if this publisher finishes without publishing a value.
   ///
+  /// ![Marble diagram: replaceEmpty(with: "z")](replaceEmpty)
+  ///
   /// ```swift
   /// Empty<Int, Never>().replaceEmpty(with: 0)   // 0
   /// ```
@@ -96,6 +102,8 @@ extension Publisher {
   }
 
   /// Replaces a failure with `output`, then finishes.
+  ///
+  /// ![Marble diagram: replaceError(with: 0)](replaceError)
   ///
   /// ```swift
   /// Fail<Int, MyError>(error: .boom).replaceError(with: -1)   // -1

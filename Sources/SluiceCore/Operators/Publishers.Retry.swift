@@ -2,6 +2,8 @@ extension Publishers {
   /// Resubscribes to the upstream when it fails, up to a number of times, as Combine's
   /// `retry(_:)`.
   ///
+  /// ![Marble diagram: input.retry(1)](retry)
+  ///
   /// **Demand**: what the downstream requested and has not received carries over to each new
   /// subscription; demand the downstream returns from `receive(_:)` is sent upstream as a
   /// `request` (as in Combine, `.none` is returned). **Ordering**: values of each attempt in
@@ -133,6 +135,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
 extension Publisher {
   /// Resubscribes up to `retries` times when this publisher fails; the last failure passes on.
+  ///
+  /// ![Marble diagram: input.retry(1)](retry)
   ///
   /// ```swift
   /// flakyRequest.retry(3)

@@ -1,6 +1,8 @@
 extension Publishers {
   /// Publishes each new partial result of folding the upstream's values, as Combine's `scan`.
   ///
+  /// ![Marble diagram: scan(0, +)](scan)
+  ///
   /// **Demand**: the downstream's requests go straight upstream (no subscription of its own, as
   /// in Combine; one result per value). **Ordering**: the upstream's. **Cancellation**: goes
   /// straight upstream.
@@ -37,6 +39,8 @@ extension Publishers {
 
   /// `scan` with a closure that can throw, as Combine's `tryScan`: an error cancels the
   /// upstream and fails the downstream.
+  ///
+  /// ![Marble diagram: tryScan(0) { sum, n in n == 0 ? throw : sum + n }](tryScan)
   ///
   /// **Demand**: passed upstream unchanged. **Ordering**: the upstream's. **Cancellation**:
   /// cancels the upstream; so does an error.
@@ -91,6 +95,8 @@ extension Publishers {
 extension Publisher {
   /// Publishes each partial result of folding the values into `initialResult`.
   ///
+  /// ![Marble diagram: scan(0, +)](scan)
+  ///
   /// ```swift
   /// [1, 2, 3].publisher.scan(0, +)   // 1, 3, 6
   /// ```
@@ -104,6 +110,8 @@ extension Publisher {
 
   /// `scan` with a closure that can throw; an error cancels the upstream and fails the
   /// downstream.
+  ///
+  /// ![Marble diagram: tryScan(0) { sum, n in n == 0 ? throw : sum + n }](tryScan)
   @inlinable
   public func tryScan<T>(
     _ initialResult: T, _ nextPartialResult: @escaping (T, Output) throws -> T

@@ -3,6 +3,8 @@ extension Publishers {
   /// to the upstream, every later one joins it, and the last to cancel disconnects it — Combine's
   /// `Share`, a class (compare instances by identity).
   ///
+  /// ![Marble diagram: input.share()](share)
+  ///
   /// It is `multicast(subject: PassthroughSubject())` with `autoconnect()`, so it has their
   /// guarantees. **Demand**: the upstream is asked for `.unlimited` once a subscriber has made a
   /// request; each subscriber then gets what it asks for, and values that find a subscriber
@@ -39,5 +41,7 @@ extension Publishers {
 extension Publisher {
   /// Shares one subscription to this publisher among all subscribers; see
   /// ``Publishers/Share``.
+  ///
+  /// ![Marble diagram: input.share()](share)
   public func share() -> Publishers.Share<Self> { Publishers.Share(upstream: self) }
 }

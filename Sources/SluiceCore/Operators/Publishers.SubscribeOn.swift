@@ -2,6 +2,8 @@ extension Publishers {
   /// Performs the subscription to the upstream, and every request and cancel sent to it, on a
   /// scheduler, as Combine's `subscribe(on:options:)`.
   ///
+  /// ![Marble diagram: subscribe(on: scheduler)](subscribe-on)
+  ///
   /// **Demand**: each request is passed upstream in a scheduled action, in the order made.
   /// **Ordering**: values and the completion pass through on whatever thread the upstream sends
   /// them (use `receive(on:)` to move them). Requests and the cancel reach the upstream one at a
@@ -220,6 +222,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
 extension Publisher {
   /// Subscribes to this publisher, and sends it requests and cancels, on `scheduler`.
+  ///
+  /// ![Marble diagram: subscribe(on: scheduler)](subscribe-on)
   ///
   /// ```swift
   /// expensiveWork.subscribe(on: DispatchQueue.global()).receive(on: DispatchQueue.main)

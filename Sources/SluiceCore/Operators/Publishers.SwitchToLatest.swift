@@ -2,6 +2,8 @@ extension Publishers {
   /// Republishes the values of the most recent publisher its upstream produced, cancelling the
   /// previous one, as Combine's `switchToLatest()`.
   ///
+  /// ![Marble diagram: outer.map { inner($0) }.switchToLatest()](switchToLatest)
+  ///
   /// **Demand**: asks the upstream for `.unlimited` publishers; the downstream's demand goes to
   /// the current inner publisher, and what is still outstanding is requested from each new one
   /// when it subscribes. **Ordering**: only the current inner publisher's values pass, in its
@@ -278,6 +280,8 @@ extension Publisher where Output: Publisher, Output.Failure == Failure {
   /// Republishes the values of the most recent publisher this publisher produced, cancelling the
   /// previous one.
   ///
+  /// ![Marble diagram: outer.map { inner($0) }.switchToLatest()](switchToLatest)
+  ///
   /// ```swift
   /// $query.map { query in search(query) }.switchToLatest()
   /// ```
@@ -288,6 +292,8 @@ extension Publisher where Output: Publisher, Output.Failure == Failure {
 
 extension Publisher where Output: Publisher, Failure == Never {
   /// `switchToLatest()` for a publisher that cannot fail, of publishers that can.
+  ///
+  /// ![Marble diagram: outer.map { inner($0) }.switchToLatest()](switchToLatest)
   public func switchToLatest()
     -> Publishers.SwitchToLatest<Output, Publishers.SetFailureType<Self, Output.Failure>>
   {
@@ -297,6 +303,8 @@ extension Publisher where Output: Publisher, Failure == Never {
 
 extension Publisher where Output: Publisher, Failure == Never, Output.Failure == Never {
   /// `switchToLatest()` when neither this publisher nor its publishers can fail.
+  ///
+  /// ![Marble diagram: outer.map { inner($0) }.switchToLatest()](switchToLatest)
   public func switchToLatest() -> Publishers.SwitchToLatest<Output, Self> {
     Publishers.SwitchToLatest(upstream: self)
   }
@@ -304,6 +312,8 @@ extension Publisher where Output: Publisher, Failure == Never, Output.Failure ==
 
 extension Publisher where Output: Publisher, Output.Failure == Never {
   /// `switchToLatest()` for a publisher that can fail, of publishers that cannot.
+  ///
+  /// ![Marble diagram: outer.map { inner($0) }.switchToLatest()](switchToLatest)
   public func switchToLatest()
     -> Publishers.SwitchToLatest<
       Publishers.SetFailureType<Output, Failure>,

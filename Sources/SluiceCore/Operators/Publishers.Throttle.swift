@@ -2,6 +2,8 @@ extension Publishers {
   /// A publisher that publishes at most one value per `interval`: the first value of each
   /// interval, or the latest when `latest` is true — Combine's `Throttle`.
   ///
+  /// ![Marble diagram: throttle(for: .seconds(3), scheduler: scheduler, latest: false)](throttle)
+  ///
   /// **Demand**: asks the upstream for `.unlimited`; a value that arrives when the downstream
   /// has no demand is dropped, and one unit of demand is used when a value is scheduled.
   /// **Timing and ordering**: a value arriving at least `interval` after the last emission is
@@ -46,6 +48,9 @@ extension Publishers {
 extension Publisher {
   /// Publishes at most one value per `interval`, the first or the latest of each; see
   /// ``Publishers/Throttle``.
+  ///
+  /// ![Marble diagram: throttle(for: .seconds(3), scheduler: scheduler, latest: false)](throttle)
+  /// ![Marble diagram of throttle-latest, drawn from a run](throttle-latest)
   public func throttle<S: Scheduler>(
     for interval: S.SchedulerTimeType.Stride, scheduler: S, latest: Bool
   ) -> Publishers.Throttle<Self, S> {

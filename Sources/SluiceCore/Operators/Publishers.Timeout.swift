@@ -2,6 +2,8 @@ extension Publishers {
   /// A publisher that ends when its upstream sends nothing for `interval`: it fails with
   /// `customError()`, or finishes when there is no custom error — Combine's `Timeout`.
   ///
+  /// ![Marble diagram: timeout(.seconds(3), scheduler: scheduler)](timeout)
+  ///
   /// **Timing**: the clock starts at the subscription, starts again at the downstream's first
   /// request and at every value. **Demand**: passed through. **Ordering**: values, the
   /// completion and the timeout are delivered on `scheduler`, one at a time, in the order they
@@ -53,6 +55,8 @@ extension Publishers {
 extension Publisher {
   /// Ends this publisher when it sends nothing for `interval`: fails with `customError()`, or
   /// finishes when there is none; see ``Publishers/Timeout``.
+  ///
+  /// ![Marble diagram: timeout(.seconds(3), scheduler: scheduler)](timeout)
   public func timeout<S: Scheduler>(
     _ interval: S.SchedulerTimeType.Stride, scheduler: S, options: S.SchedulerOptions? = nil,
     customError: (() -> Failure)? = nil

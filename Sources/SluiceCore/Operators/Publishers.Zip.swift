@@ -2,6 +2,8 @@ extension Publishers {
   /// A publisher that pairs the values of its upstreams in order: the first value of each, then
   /// the second of each, and so on — Combine's `Zip` of 2 upstreams.
   ///
+  /// ![Marble diagram: letters.zip(digits)](zip)
+  ///
   /// Demand: the downstream's requests are passed to every upstream, and values wait until
   /// every upstream has sent one, so zip never holds more than it asked for. Ordering: tuples
   /// in the order each upstream sent its values. Completion: finishes once an upstream has
@@ -37,6 +39,8 @@ extension Publishers {
 
   /// A publisher that pairs the values of its upstreams in order: the first value of each, then
   /// the second of each, and so on — Combine's `Zip3` of 3 upstreams.
+  ///
+  /// ![Marble diagram: a.zip(b, c) { $0 + $1 + $2 }](zip-three)
   ///
   /// Demand: the downstream's requests are passed to every upstream, and values wait until
   /// every upstream has sent one, so zip never holds more than it asked for. Ordering: tuples
@@ -76,6 +80,8 @@ extension Publishers {
 
   /// A publisher that pairs the values of its upstreams in order: the first value of each, then
   /// the second of each, and so on — Combine's `Zip4` of 4 upstreams.
+  ///
+  /// ![Marble diagram: a.zip(b, c) { $0 + $1 + $2 }](zip-three)
   ///
   /// Demand: the downstream's requests are passed to every upstream, and values wait until
   /// every upstream has sent one, so zip never holds more than it asked for. Ordering: tuples
@@ -126,6 +132,8 @@ extension Publishers.Zip4: Equatable where A: Equatable, B: Equatable, C: Equata
 
 extension Publisher {
   /// Pairs this publisher with 1 other; see ``Publishers/Zip``.
+  ///
+  /// ![Marble diagram: letters.zip(digits)](zip)
   public func zip<P: Publisher>(_ other: P) -> Publishers.Zip<Self, P>
   where Failure == P.Failure {
     Publishers.Zip(self, other)
@@ -133,6 +141,8 @@ extension Publisher {
 
   /// Pairs this publisher with 1 other and transforms each tuple; see
   /// ``Publishers/Zip``.
+  ///
+  /// ![Marble diagram: letters.zip(digits)](zip)
   public func zip<P: Publisher, T>(
     _ other: P, _ transform: @escaping (Output, P.Output) -> T
   ) -> Publishers.Map<Publishers.Zip<Self, P>, T>
@@ -141,6 +151,8 @@ extension Publisher {
   }
 
   /// Pairs this publisher with 2 others; see ``Publishers/Zip3``.
+  ///
+  /// ![Marble diagram: a.zip(b, c) { $0 + $1 + $2 }](zip-three)
   public func zip<P: Publisher, Q: Publisher>(_ publisher1: P, _ publisher2: Q)
     -> Publishers.Zip3<Self, P, Q>
   where Failure == P.Failure, Failure == Q.Failure {
@@ -149,6 +161,8 @@ extension Publisher {
 
   /// Pairs this publisher with 2 others and transforms each tuple; see
   /// ``Publishers/Zip3``.
+  ///
+  /// ![Marble diagram: a.zip(b, c) { $0 + $1 + $2 }](zip-three)
   public func zip<P: Publisher, Q: Publisher, T>(
     _ publisher1: P, _ publisher2: Q, _ transform: @escaping (Output, P.Output, Q.Output) -> T
   ) -> Publishers.Map<Publishers.Zip3<Self, P, Q>, T>
@@ -157,6 +171,8 @@ extension Publisher {
   }
 
   /// Pairs this publisher with 3 others; see ``Publishers/Zip4``.
+  ///
+  /// ![Marble diagram: a.zip(b, c) { $0 + $1 + $2 }](zip-three)
   public func zip<P: Publisher, Q: Publisher, R: Publisher>(
     _ publisher1: P, _ publisher2: Q, _ publisher3: R
   ) -> Publishers.Zip4<Self, P, Q, R>
@@ -166,6 +182,8 @@ extension Publisher {
 
   /// Pairs this publisher with 3 others and transforms each tuple; see
   /// ``Publishers/Zip4``.
+  ///
+  /// ![Marble diagram: a.zip(b, c) { $0 + $1 + $2 }](zip-three)
   public func zip<P: Publisher, Q: Publisher, R: Publisher, T>(
     _ publisher1: P, _ publisher2: Q, _ publisher3: R,
     _ transform: @escaping (Output, P.Output, Q.Output, R.Output) -> T

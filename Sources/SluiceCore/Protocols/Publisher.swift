@@ -24,6 +24,8 @@ public protocol Publisher<Output, Failure> {
 extension Publisher {
   /// Attaches `subscriber` to this publisher.
   ///
+  /// ![Marble diagram: input.subscribe(subject)](subscribe)
+  ///
   /// Always use this method rather than `receive(subscriber:)`, as with Combine.
   @inlinable
   public func subscribe<S: Subscriber>(_ subscriber: S)
@@ -33,6 +35,8 @@ extension Publisher {
 
   /// Attaches `subject` to this publisher: the subject receives the subscription (and requests
   /// `.unlimited`), every value, and the completion.
+  ///
+  /// ![Marble diagram: input.subscribe(subject)](subscribe)
   ///
   /// - Returns: a cancellable that cancels the subscription between this publisher and `subject`.
   public func subscribe<S: Subject>(_ subject: S) -> AnyCancellable

@@ -1,5 +1,7 @@
 /// A publisher that performs type erasure by wrapping another publisher, as in Combine.
 ///
+/// ![Marble diagram: eraseToAnyPublisher()](eraseToAnyPublisher)
+///
 /// Subscribing to it subscribes to the wrapped publisher; demand, ordering and cancellation
 /// are the wrapped publisher's.
 public struct AnyPublisher<Output, Failure: Error>: Publisher, CustomStringConvertible,
@@ -29,6 +31,8 @@ public struct AnyPublisher<Output, Failure: Error>: Publisher, CustomStringConve
 
 extension Publisher {
   /// Wraps this publisher with a type eraser.
+  ///
+  /// ![Marble diagram: eraseToAnyPublisher()](eraseToAnyPublisher)
   public func eraseToAnyPublisher() -> AnyPublisher<Output, Failure> {
     AnyPublisher(self)
   }

@@ -1,6 +1,8 @@
 /// A publisher that awaits subscription before running the supplied closure to create a
 /// publisher for the new subscriber, as in Combine.
 ///
+/// ![Marble diagram: Deferred { makeInput() }](deferred)
+///
 /// Each subscriber gets a fresh publisher from `createPublisher`, called on the subscribing
 /// thread at subscription time.
 public struct Deferred<DeferredPublisher: Publisher>: Publisher {

@@ -1,6 +1,8 @@
 /// A publisher that never publishes any values, and optionally finishes immediately, as in
 /// Combine.
 ///
+/// ![Marble diagram: Empty<Int, Never>()](empty)
+///
 /// The subscriber receives `Subscriptions.empty` and, if `completeImmediately`, `.finished` at
 /// once; otherwise nothing more, ever (useful as a never-ending placeholder).
 public struct Empty<Output, Failure: Error>: Publisher, Equatable {

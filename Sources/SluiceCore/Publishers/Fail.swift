@@ -1,5 +1,7 @@
 /// A publisher that immediately terminates with the specified error, as in Combine.
 ///
+/// ![Marble diagram: Fail<Int, Boom>(error: Boom())](fail)
+///
 /// The subscriber receives `Subscriptions.empty`, then `.failure(error)` at once.
 public struct Fail<Output, Failure: Error>: Publisher {
   /// The failure to send when terminating the publisher.

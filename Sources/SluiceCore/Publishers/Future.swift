@@ -1,6 +1,8 @@
 /// A publisher that eventually produces a single value and then finishes or fails, as in
 /// Combine.
 ///
+/// ![Marble diagram: Future { promise in … promise(.success("a")) }](future)
+///
 /// The closure runs once, at once, when the future is created; the first call of its promise
 /// wins and later calls are ignored. Every subscriber, before or after fulfilment, receives the
 /// same result.

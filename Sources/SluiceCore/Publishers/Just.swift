@@ -1,6 +1,8 @@
 /// A publisher that emits an output to each subscriber just once, and then finishes, as in
 /// Combine.
 ///
+/// ![Marble diagram: Just("a")](just)
+///
 /// **Demand**: the value is delivered on the first request of at least `.max(1)`, followed at
 /// once by `.finished`; `request(.none)` traps. **Cancellation**: nothing is delivered after
 /// `cancel()`.

@@ -2,6 +2,8 @@ extension Optional {
   /// A publisher that publishes an optional value to each subscriber exactly once, if the
   /// optional has a value, as in Combine.
   ///
+  /// ![Marble diagram: Optional("a").publisher](optional-publisher)
+  ///
   /// **Demand**: a value is delivered on the first request, followed by `.finished`;
   /// `request(.none)` traps. `nil` sends `Subscriptions.empty` and `.finished` at once.
   public struct Publisher: SluiceCore.Publisher {
@@ -24,6 +26,8 @@ extension Optional {
   }
 
   /// A publisher that emits this optional's value, if any, and finishes.
+  ///
+  /// ![Marble diagram: Optional("a").publisher](optional-publisher)
   public var publisher: Publisher { Publisher(self) }
 }
 

@@ -2,6 +2,8 @@ extension Publishers {
   /// A publisher that connects to its connectable upstream when the first subscriber attaches
   /// and disconnects when the last one cancels, as in Combine.
   ///
+  /// ![Marble diagram: input.makeConnectable().autoconnect()](autoconnect)
+  ///
   /// **Demand**: passed through: each subscriber sees the upstream's own subscription (its
   /// `description` and `combineIdentifier`), wrapped only to count cancellations.
   /// **Ordering**: a subscriber is attached before the connection is made, so the first
@@ -138,6 +140,8 @@ private struct AutoconnectSubscription<Owner: AnyObject & Cancellable>: Subscrip
 extension ConnectablePublisher {
   /// Connects to the upstream when the first subscriber attaches and disconnects when the
   /// last one cancels.
+  ///
+  /// ![Marble diagram: input.makeConnectable().autoconnect()](autoconnect)
   public func autoconnect() -> Publishers.Autoconnect<Self> {
     Publishers.Autoconnect(upstream: self)
   }

@@ -1,6 +1,8 @@
 extension Publishers {
   /// A connectable publisher that shares one upstream subscription through a
   /// `PassthroughSubject`, as in Combine.
+  ///
+  /// ![Marble diagram: input.makeConnectable()](makeConnectable)
   public struct MakeConnectable<Upstream: Publisher>: ConnectablePublisher {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
@@ -24,6 +26,8 @@ extension Publishers {
 
 extension Publisher where Failure == Never {
   /// Creates a connectable wrapper around this publisher.
+  ///
+  /// ![Marble diagram: input.makeConnectable()](makeConnectable)
   public func makeConnectable() -> Publishers.MakeConnectable<Self> {
     Publishers.MakeConnectable(upstream: self)
   }

@@ -2,6 +2,8 @@ extension Publishers {
   /// A publisher that uses a subject to deliver elements to multiple subscribers, as in
   /// Combine.
   ///
+  /// ![Marble diagram: input.multicast { PassthroughSubject() }](multicast)
+  ///
   /// The subject is created once, on the first subscription or `connect()`. Subscribers attach
   /// to the subject (each through a `"Multicast"` subscription of its own); nothing flows from
   /// upstream until `connect()`, which subscribes the subject to the upstream, holding it weakly
@@ -114,6 +116,8 @@ final class MulticastInner<Downstream: Subscriber>: Subscriber, Subscription,
 extension Publisher {
   /// Shares this publisher through a subject made by `createSubject` (once), connecting when
   /// `connect()` is called.
+  ///
+  /// ![Marble diagram: input.multicast { PassthroughSubject() }](multicast)
   public func multicast<S: Subject>(_ createSubject: @escaping () -> S)
     -> Publishers.Multicast<Self, S>
   where Failure == S.Failure, Output == S.Output {
@@ -121,6 +125,8 @@ extension Publisher {
   }
 
   /// Shares this publisher through `subject`, connecting when `connect()` is called.
+  ///
+  /// ![Marble diagram: input.multicast(subject: CurrentValueSubject("z"))](multicast-subject)
   public func multicast<S: Subject>(subject: S) -> Publishers.Multicast<Self, S>
   where Failure == S.Failure, Output == S.Output {
     Publishers.Multicast(upstream: self) { subject }

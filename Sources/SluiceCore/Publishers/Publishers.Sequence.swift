@@ -1,6 +1,8 @@
 extension Publishers {
   /// A publisher that publishes a given sequence of elements, as in Combine.
   ///
+  /// ![Marble diagram: (1, 2, 3).publisher](sequence-publisher)
+  ///
   /// **Demand**: exactly as requested, e.g. `.max(3)` then `.max(2)` delivers 5 elements;
   /// `.finished` follows the last element at once. An empty sequence sends
   /// `Subscriptions.empty` and `.finished`. **Ordering**: the sequence's order; each subscriber
@@ -34,6 +36,8 @@ extension Publishers.Sequence: Sendable where Elements: Sendable {}
 
 extension Sequence {
   /// A publisher of this sequence's elements that cannot fail.
+  ///
+  /// ![Marble diagram: (1, 2, 3).publisher](sequence-publisher)
   public var publisher: Publishers.Sequence<Self, Never> {
     Publishers.Sequence(sequence: self)
   }

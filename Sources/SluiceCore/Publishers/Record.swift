@@ -1,6 +1,8 @@
 /// A publisher that allows for recording a series of inputs and a completion, for later
 /// playback to each subscriber, as in Combine.
 ///
+/// ![Marble diagram: Record(output: ("a", "b", "c"), completion: .finished)](record)
+///
 /// **Demand**: exactly as requested; the completion follows the last value at once. A recording
 /// with no values sends `Subscriptions.empty` and its completion at once. **Cancellation**:
 /// playback stops; the subscription's description becomes `"Cancelled Events"`.

@@ -6,19 +6,27 @@
 
 extension Result.Publisher where Output: Equatable {
   /// Whether the value equals `output`, or the failure.
+  ///
+  /// ![Marble diagram: contains("b")](contains)
   public func contains(_ output: Output) -> Result<Bool, Failure>.Publisher {
     Result<Bool, Failure>.Publisher(result.map { $0 == output })
   }
 
   /// Itself.
+  ///
+  /// ![Marble diagram: removeDuplicates()](removeDuplicates)
   public func removeDuplicates() -> Result<Output, Failure>.Publisher { self }
 }
 
 extension Result.Publisher where Output: Comparable {
   /// Itself.
+  ///
+  /// ![Marble diagram: min()](min)
   public func min() -> Result<Output, Failure>.Publisher { self }
 
   /// Itself.
+  ///
+  /// ![Marble diagram: max()](max)
   public func max() -> Result<Output, Failure>.Publisher { self }
 }
 
@@ -46,11 +54,15 @@ extension Result {
 
 extension Result.Publisher {
   /// Whether the value satisfies `predicate`, or the failure.
+  ///
+  /// ![Marble diagram: allSatisfy { $0 < 5 }](allSatisfy)
   public func allSatisfy(_ predicate: (Output) -> Bool) -> Result<Bool, Failure>.Publisher {
     Result<Bool, Failure>.Publisher(result.map(predicate))
   }
 
   /// Whether the value satisfies `predicate`, the error it throws, or the failure.
+  ///
+  /// ![Marble diagram: tryAllSatisfy { $0 == 0 ? throw : $0 < 5 }](tryAllSatisfy)
   public func tryAllSatisfy(_ predicate: (Output) throws -> Bool)
     -> Result<Bool, any Error>
     .Publisher
@@ -59,11 +71,15 @@ extension Result.Publisher {
   }
 
   /// Whether the value satisfies `predicate`, or the failure.
+  ///
+  /// ![Marble diagram: contains { $0 > 5 }](contains-where)
   public func contains(where predicate: (Output) -> Bool) -> Result<Bool, Failure>.Publisher {
     Result<Bool, Failure>.Publisher(result.map(predicate))
   }
 
   /// Whether the value satisfies `predicate`, the error it throws, or the failure.
+  ///
+  /// ![Marble diagram: tryContains { $0 == 0 ? throw : $0 > 5 }](tryContains)
   public func tryContains(where predicate: (Output) throws -> Bool)
     -> Result<Bool, any Error>
     .Publisher
@@ -72,11 +88,15 @@ extension Result.Publisher {
   }
 
   /// The value in an array, or the failure.
+  ///
+  /// ![Marble diagram: collect()](collect)
   public func collect() -> Result<[Output], Failure>.Publisher {
     Result<[Output], Failure>.Publisher(result.map { [$0] })
   }
 
   /// Itself.
+  ///
+  /// ![Marble diagram: min { $0 % 5 < $1 % 5 }](min-by)
   public func min(by areInIncreasingOrder: (Output, Output) -> Bool)
     -> Result<Output, Failure>
     .Publisher
@@ -85,6 +105,8 @@ extension Result.Publisher {
   /// The value or the failure, with `any Error` as failure type; on a value,
   /// `areInIncreasingOrder(value, value)` is called once (as Combine does) and an error it throws
   /// becomes the failure.
+  ///
+  /// ![Marble diagram: tryMin { $1 == 0 ? throw : $0 < $1 }](tryMin)
   public func tryMin(by areInIncreasingOrder: (Output, Output) throws -> Bool)
     -> Result<
       Output, any Error
@@ -94,6 +116,8 @@ extension Result.Publisher {
   }
 
   /// Itself.
+  ///
+  /// ![Marble diagram: max { $0 % 5 < $1 % 5 }](max-by)
   public func max(by areInIncreasingOrder: (Output, Output) -> Bool)
     -> Result<Output, Failure>
     .Publisher
@@ -102,6 +126,8 @@ extension Result.Publisher {
   /// The value or the failure, with `any Error` as failure type; on a value,
   /// `areInIncreasingOrder(value, value)` is called once (as Combine does) and an error it throws
   /// becomes the failure.
+  ///
+  /// ![Marble diagram: tryMax { $1 == 0 ? throw : $0 < $1 }](tryMax)
   public func tryMax(by areInIncreasingOrder: (Output, Output) throws -> Bool)
     -> Result<
       Output, any Error
@@ -111,20 +137,30 @@ extension Result.Publisher {
   }
 
   /// One, or the failure.
+  ///
+  /// ![Marble diagram: count()](count)
   public func count() -> Result<Int, Failure>.Publisher {
     Result<Int, Failure>.Publisher(result.map { _ in 1 })
   }
 
   /// Itself.
+  ///
+  /// ![Marble diagram: first()](first)
   public func first() -> Result<Output, Failure>.Publisher { self }
 
   /// Itself.
+  ///
+  /// ![Marble diagram: last()](last)
   public func last() -> Result<Output, Failure>.Publisher { self }
 
   /// Finishes without a value (as in Combine, a failure is not published either).
+  ///
+  /// ![Marble diagram: ignoreOutput()](ignoreOutput)
   public func ignoreOutput() -> Empty<Output, Failure> { Empty<Output, Failure>() }
 
   /// The transformed value, or the failure.
+  ///
+  /// ![Marble diagram: map { $0 * 10 }](map)
   public func map<ElementOfResult>(_ transform: (Output) -> ElementOfResult)
     -> Result<
       ElementOfResult, Failure
@@ -134,6 +170,8 @@ extension Result.Publisher {
   }
 
   /// The transformed value, the error `transform` throws, or the failure.
+  ///
+  /// ![Marble diagram: tryMap { 12 / $0 }  // throws on 0](tryMap)
   public func tryMap<ElementOfResult>(
     _ transform: (Output) throws -> ElementOfResult
   ) -> Result<ElementOfResult, any Error>.Publisher {
@@ -141,6 +179,8 @@ extension Result.Publisher {
   }
 
   /// The value, or the transformed failure.
+  ///
+  /// ![Marble diagram: mapError { _ in URLError(.timedOut) }](mapError)
   public func mapError<TransformedFailure: Error>(
     _ transform: (Failure) -> TransformedFailure
   ) -> Result<Output, TransformedFailure>.Publisher {
@@ -148,6 +188,8 @@ extension Result.Publisher {
   }
 
   /// Itself.
+  ///
+  /// ![Marble diagram: removeDuplicates { abs($0 - $1) < 2 }](removeDuplicates-by)
   public func removeDuplicates(by predicate: (Output, Output) -> Bool)
     -> Result<
       Output, Failure
@@ -157,6 +199,8 @@ extension Result.Publisher {
   /// The value or the failure, with `any Error` as failure type; on a value,
   /// `predicate(value, value)` is called once (as Combine does) and an error it throws becomes the
   /// failure.
+  ///
+  /// ![Marble diagram: tryRemoveDuplicates { $1 == 0 ? throw : $0 == $1 }](tryRemoveDuplicates)
   public func tryRemoveDuplicates(by predicate: (Output, Output) throws -> Bool)
     -> Result<
       Output, any Error
@@ -166,6 +210,8 @@ extension Result.Publisher {
   }
 
   /// The value, or `output` in place of the failure.
+  ///
+  /// ![Marble diagram: replaceError(with: 0)](replaceError)
   public func replaceError(with output: Output) -> Result<Output, Never>.Publisher {
     switch result {
     case .success(let value): Result<Output, Never>.Publisher(value)
@@ -174,12 +220,18 @@ extension Result.Publisher {
   }
 
   /// Itself: it is never empty.
+  ///
+  /// ![Marble diagram: replaceEmpty(with: "z")](replaceEmpty)
   public func replaceEmpty(with output: Output) -> Result<Output, Failure>.Publisher { self }
 
   /// Itself: resubscribing gives the same result.
+  ///
+  /// ![Marble diagram: input.retry(1)](retry)
   public func retry(_ times: Int) -> Result<Output, Failure>.Publisher { self }
 
   /// `nextPartialResult(initialResult, value)`, or the failure.
+  ///
+  /// ![Marble diagram: reduce(0, +)](reduce)
   public func reduce<Accumulator>(
     _ initialResult: Accumulator, _ nextPartialResult: (Accumulator, Output) -> Accumulator
   ) -> Result<Accumulator, Failure>.Publisher {
@@ -187,6 +239,8 @@ extension Result.Publisher {
   }
 
   /// `nextPartialResult(initialResult, value)`, the error it throws, or the failure.
+  ///
+  /// ![Marble diagram: tryReduce(0) { sum, n in n == 0 ? throw : sum + n }](tryReduce)
   public func tryReduce<Accumulator>(
     _ initialResult: Accumulator,
     _ nextPartialResult: (Accumulator, Output) throws -> Accumulator
@@ -196,6 +250,8 @@ extension Result.Publisher {
   }
 
   /// `nextPartialResult(initialResult, value)`, or the failure.
+  ///
+  /// ![Marble diagram: scan(0, +)](scan)
   public func scan<ElementOfResult>(
     _ initialResult: ElementOfResult,
     _ nextPartialResult: (ElementOfResult, Output) -> ElementOfResult
@@ -204,6 +260,8 @@ extension Result.Publisher {
   }
 
   /// `nextPartialResult(initialResult, value)`, the error it throws, or the failure.
+  ///
+  /// ![Marble diagram: tryScan(0) { sum, n in n == 0 ? throw : sum + n }](tryScan)
   public func tryScan<ElementOfResult>(
     _ initialResult: ElementOfResult,
     _ nextPartialResult: (ElementOfResult, Output) throws -> ElementOfResult
@@ -214,6 +272,8 @@ extension Result.Publisher {
 
 extension Result.Publisher where Failure == Never {
   /// The value, as a publisher whose failure type is `failureType`.
+  ///
+  /// ![Marble diagram: setFailureType(to: Boom.self)](setFailureType)
   public func setFailureType<NewFailure: Error>(to failureType: NewFailure.Type)
     -> Result<
       Output, NewFailure

@@ -2,6 +2,8 @@ extension Result {
   /// A publisher that publishes an output to each subscriber exactly once then finishes, or
   /// fails immediately without producing any elements, as in Combine.
   ///
+  /// ![Marble diagram: Result<Int, Boom>.failure(Boom()).publisher](result-publisher)
+  ///
   /// **Demand**: on success, the value is delivered on the first request, followed by
   /// `.finished`; `request(.none)` traps. On failure, the subscriber receives
   /// `Subscriptions.empty` and the failure at once, without any demand.
@@ -40,6 +42,8 @@ extension Result {
   }
 
   /// A publisher that delivers this result.
+  ///
+  /// ![Marble diagram: Result<Int, Boom>.failure(Boom()).publisher](result-publisher)
   public var publisher: Publisher { Publisher(self) }
 }
 

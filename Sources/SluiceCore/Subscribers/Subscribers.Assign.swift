@@ -69,6 +69,8 @@ extension Subscribers {
 extension Publisher where Failure == Never {
   /// Assigns each element to a property on `object`, which is held strongly until the
   /// subscription completes or is cancelled.
+  ///
+  /// ![Marble diagram: input.assign(to: .text, on: label)](assign)
   public func assign<Root>(
     to keyPath: ReferenceWritableKeyPath<Root, Output>, on object: Root
   ) -> AnyCancellable {

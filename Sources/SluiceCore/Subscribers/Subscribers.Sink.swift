@@ -132,6 +132,8 @@ extension Subscribers {
 extension Publisher {
   /// Attaches a subscriber with closure-based behaviour; it requests `.unlimited`.
   ///
+  /// ![Marble diagram: input.sink(receiveCompletion: …, receiveValue: …)](sink)
+  ///
   /// - Returns: a cancellable that cancels the subscription when cancelled or deinitialised.
   @inlinable
   public func sink(
@@ -148,6 +150,8 @@ extension Publisher {
 extension Publisher where Failure == Never {
   /// Attaches a subscriber that calls `receiveValue` for each value of a publisher that cannot
   /// fail; it requests `.unlimited`.
+  ///
+  /// ![Marble diagram: input.sink(receiveCompletion: …, receiveValue: …)](sink)
   @inlinable
   public func sink(receiveValue: @escaping (Output) -> Void) -> AnyCancellable {
     sink(receiveCompletion: { _ in }, receiveValue: receiveValue)

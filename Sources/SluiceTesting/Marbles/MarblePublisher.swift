@@ -34,6 +34,9 @@ public final class MarblePublisher<Output, Failure: Error>: Publisher, @unchecke
   /// For a hot publisher: the subject every subscriber attaches to.
   let hotSubject: PassthroughSubject<Output, Failure>?
   let logs = Lock([MarbleSubscriptionLog]())
+  /// What happened between the publisher and each subscriber (by its index in `logs`), in the
+  /// order it happened: what ``MarbleDiagram`` draws.
+  let timeline = Lock([MarbleEvent<Output, Failure>]())
 
   init(
     marbles: Marbles, signals: [(tick: Int, signal: MarbleSignal<Output, Failure>)],
@@ -62,10 +65,12 @@ public final class MarblePublisher<Output, Failure: Error>: Publisher, @unchecke
   public var subscriptionLogs: [MarbleSubscriptionLog] { logs.withLock { $0 } }
 
   public func receive<S: Subscriber>(subscriber: S) where Output == S.Input, Failure == S.Failure {
+    let tick = clock.currentTick()
     let index = logs.withLock { logs in
-      logs.append(MarbleSubscriptionLog(subscribedAt: clock.currentTick()))
+      logs.append(MarbleSubscriptionLog(subscribedAt: tick))
       return logs.count - 1
     }
+    timeline.withLock { $0.append(MarbleEvent(subscription: index, tick: tick, kind: .subscribed)) }
     if let hotSubject {
       hotSubject.subscribe(
         LoggedSubscription(publisher: self, index: index, downstream: subscriber))
@@ -77,14 +82,41 @@ public final class MarblePublisher<Output, Failure: Error>: Publisher, @unchecke
   func logRequest(_ demand: Subscribers.Demand, index: Int) {
     let tick = clock.currentTick()
     logs.withLock { $0[index].requests.append(.init(tick: tick, demand: demand)) }
+    let event = MarbleEvent<Output, Failure>(
+      subscription: index, tick: tick, kind: .requested(demand))
+    timeline.withLock { $0.append(event) }
+  }
+
+  func logDelivery(_ signal: MarbleSignal<Output, Failure>, index: Int) {
+    let event = MarbleEvent(
+      subscription: index, tick: clock.currentTick(), kind: .delivered(signal))
+    timeline.withLock { $0.append(event) }
   }
 
   func logCancel(index: Int) {
     let tick = clock.currentTick()
-    logs.withLock { logs in
-      if logs[index].cancelledAt == nil { logs[index].cancelledAt = tick }
+    let first = logs.withLock { logs in
+      guard logs[index].cancelledAt == nil else { return false }
+      logs[index].cancelledAt = tick
+      return true
     }
+    guard first else { return }
+    timeline.withLock { $0.append(MarbleEvent(subscription: index, tick: tick, kind: .cancelled)) }
   }
+}
+
+/// What happened between a marble publisher and one of its subscribers, at a tick.
+struct MarbleEvent<Output, Failure: Error> {
+  enum Kind {
+    case subscribed
+    case requested(Subscribers.Demand)
+    case delivered(MarbleSignal<Output, Failure>)
+    case cancelled
+  }
+
+  let subscription: Int
+  let tick: Int
+  let kind: Kind
 }
 
 /// A signal a marble publisher sends.
@@ -117,9 +149,15 @@ private final class LoggedSubscription<Downstream: Subscriber>: Subscriber, Subs
     downstream.receive(subscription: self)
   }
 
-  func receive(_ input: Input) -> Subscribers.Demand { downstream.receive(input) }
+  func receive(_ input: Input) -> Subscribers.Demand {
+    publisher.logDelivery(.value(input), index: index)
+    let more = downstream.receive(input)
+    if more > 0 { publisher.logRequest(more, index: index) }
+    return more
+  }
 
   func receive(completion: Subscribers.Completion<Failure>) {
+    publisher.logDelivery(.completion(completion), index: index)
     downstream.receive(completion: completion)
   }
 
@@ -237,10 +275,14 @@ private final class ColdMarbleSubscription<Downstream: Subscriber>: Subscription
 
   func drain() {
     while let (signal, downstream) = state.withLock({ $0.next() }) {
+      publisher.logDelivery(signal, index: index)
       switch signal {
       case .value(let value):
         let more = downstream.receive(value)
-        if more > 0 { state.withLock { $0.demand += more } }
+        if more > 0 {
+          publisher.logRequest(more, index: index)
+          state.withLock { $0.demand += more }
+        }
       case .completion(let completion):
         downstream.receive(completion: completion)
       }

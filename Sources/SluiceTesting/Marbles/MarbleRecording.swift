@@ -1,4 +1,4 @@
-import SluiceCore
+public import SluiceCore
 
 /// What a publisher sent, tick by tick, recorded by
 /// ``TestScheduler/recordMarbles(_:tick:ticks:demand:cancelAtTick:)``.
@@ -21,6 +21,10 @@ public struct MarbleRecording<Output, Failure: Error> {
   public let signals: [(tick: Int, signal: Signal)]
   /// The tick after the last one recorded: the recording covers `0..<endTick`.
   public let endTick: Int
+  /// What the recorder requested when it subscribed, at tick 0.
+  public let demand: Subscribers.Demand
+  /// The tick the recorder cancelled at, if it did (before the publisher completed).
+  public let cancelledAt: Int?
 
   /// The recording as a diagram, each value drawn by `name`.
   public func marbles(naming name: (Output) -> Character) -> Marbles {
@@ -104,11 +108,17 @@ final class MarbleRecorder<Input, Failure: Error>: Subscriber, @unchecked Sendab
     withExtendedLifetime(subscription) {}
   }
 
-  func cancel() {
-    state.withLock { state in
-      defer { state.subscription = nil }
-      return state.subscription
-    }?.cancel()
+  /// Cancels the subscription; `true` if there was one to cancel.
+  @discardableResult
+  func cancel() -> Bool {
+    guard
+      let subscription = state.withLock({ state in
+        defer { state.subscription = nil }
+        return state.subscription
+      })
+    else { return false }
+    subscription.cancel()
+    return true
   }
 
   var completed: Bool { state.withLock { $0.completed } }

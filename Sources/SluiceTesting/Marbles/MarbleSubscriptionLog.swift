@@ -8,7 +8,7 @@ public import SluiceCore
 /// log.requests    // [tick 2: max(1), tick 4: max(1)]
 /// ```
 public struct MarbleSubscriptionLog: Sendable, Hashable, CustomStringConvertible {
-  /// One `request(_:)`.
+  /// One `request(_:)`, or demand returned from `receive(_:)`.
   public struct Request: Sendable, Hashable, CustomStringConvertible {
     /// The tick it was made at.
     public let tick: Int
@@ -26,7 +26,7 @@ public struct MarbleSubscriptionLog: Sendable, Hashable, CustomStringConvertible
 
   /// The tick of the subscription.
   public internal(set) var subscribedAt: Int
-  /// Every `request(_:)`, in order.
+  /// Every `request(_:)`, and every demand returned from `receive(_:)`, in order.
   public internal(set) var requests: [Request] = []
   /// The tick of the first `cancel()`, if any.
   public internal(set) var cancelledAt: Int?

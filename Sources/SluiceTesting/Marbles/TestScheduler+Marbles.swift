@@ -26,8 +26,9 @@ extension TestScheduler {
     let recorder = MarbleRecorder<P.Output, P.Failure>(clock: clock, demand: demand)
     publisher.subscribe(recorder)
     var current = 0
+    var cancelledAt: Int?
     clock.advance(0)
-    if cancelAtTick == 0 { recorder.cancel() }
+    if cancelAtTick == 0, recorder.cancel() { cancelledAt = 0 }
     while true {
       if let ticks {
         if current >= ticks { break }
@@ -39,12 +40,13 @@ extension TestScheduler {
         "recordMarbles: still running after 100,000 ticks (a repeating timer?); pass `ticks:`")
       current += 1
       clock.advance(current)
-      if cancelAtTick == current { recorder.cancel() }
+      if cancelAtTick == current, recorder.cancel() { cancelledAt = current }
     }
     recorder.cancel()  // the recording is over (a no-op after a completion or an earlier cancel)
     let signals = recorder.state.withLock { $0.signals }
     return MarbleRecording(
-      signals: signals, endTick: max(current + 1, (signals.last?.tick ?? -1) + 1))
+      signals: signals, endTick: max(current + 1, (signals.last?.tick ?? -1) + 1), demand: demand,
+      cancelledAt: cancelledAt)
   }
 
   /// Records `publisher` as ``recordMarbles(_:tick:ticks:demand:cancelAtTick:)`` does and

@@ -1,0 +1,303 @@
+public import Logging
+public import NIOCore
+public import Sluice
+public import Synchronization
+
+/// The subscriber a ``PipelineServer`` attaches to one connection's pipeline: encodes each
+/// value into a frame and writes the frames in batches, asking for the next value only while
+/// the batch has room (see ``PipelineWriterState`` for the rules and the table).
+///
+/// **Threads**: `receive` runs wherever the pipeline sends (the writer's own requests run in a
+/// `Task`, so a synchronous pipeline runs on the cooperative pool, never on an event loop);
+/// writes, heartbeats and write completions run on the channel's event loop. The lock guards
+/// only the state machine; encoding (the value's own code), requests, cancels and channel
+/// calls happen after unlocking.
+///
+/// **Demand**: `prefetch` values at a time (`owed` counts what is demanded and not received);
+/// when it runs out the state machine decides, under the lock, whether to ask for more (see
+/// ``PipelineWriterState``) — so at most `prefetch` − 1 values arrive after a stall.
+///
+/// **The fast path**: frames are encoded into `filling`, which only the signal path touches.
+/// A value that arrives inside the writer's own `request` call, on its thread (a synchronous
+/// source emitting what it was asked for), with demand left and `filling` under
+/// `batchBytes`, takes no lock; `filling` joins the state machine's `pending` frames when it
+/// is full, when the demand runs out, or when the call returns. Any other value hands
+/// `filling` over at once, under the lock. The publisher's signals are serial, so `filling`
+/// is never touched by two threads at once: lock-free only by the thread inside the request
+/// call, otherwise under the lock.
+@usableFromInline
+final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, PipelineConnection,
+  @unchecked Sendable
+{
+  // Safety: `state` is behind its lock; `filling` is used by the publisher's signals (serial
+  // by the subscriber rules) and by `request(from:)` under the lock, see "The fast path";
+  // `requester` is atomic; the other properties are immutable.
+  @usableFromInline typealias Input = Value
+
+  @usableFromInline let state: Lock<PipelineWriterState>
+  /// What only the signal path (and the writer's own request call) touches, behind a pointer of
+  /// its own: a stored `var` of a class costs a dynamic exclusivity check on every access,
+  /// here on every value; the rules above already make the accesses exclusive.
+  @usableFromInline let signalSide: UnsafeMutablePointer<SignalSide>
+
+  /// See ``PipelineWriter/signalSide``.
+  @usableFromInline
+  struct SignalSide {
+    /// Frames encoded and not yet handed to the state machine.
+    @usableFromInline var filling = ByteBuffer()
+    /// The bytes of frames the current request call may produce before it yields (returns,
+    /// with a new call scheduled), so that one connection's synchronous pipeline never holds
+    /// a thread of the pool for long: 0 for a connection's first call (its first values go
+    /// out at once), a batch after that.
+    @usableFromInline var callBudget = 0
+    /// The bytes of frames produced in the current request call.
+    @usableFromInline var callProduced = 0
+    /// The current request call stopped asking because its budget was spent.
+    @usableFromInline var yielded = false
+
+    @inlinable init() {}
+  }
+  /// The thread inside the writer's own `request` call, or 0.
+  @usableFromInline let requester = Atomic<UInt>(0)
+  /// Values demanded from the pipeline and not yet received.
+  @usableFromInline let owed = Atomic<Int>(0)
+  /// Values demanded at a time.
+  @usableFromInline let prefetch: Int
+  @usableFromInline let channel: any Channel
+  @usableFromInline let maximumFrameLength: Int
+  @usableFromInline let batchBytes: Int
+  @usableFromInline let logger: Logger
+
+  @usableFromInline
+  init(channel: any Channel, configuration: PipelineServerConfiguration, logger: Logger) {
+    self.channel = channel
+    self.maximumFrameLength = configuration.maximumFrameLength
+    self.batchBytes = configuration.batchBytes
+    self.prefetch = configuration.prefetch
+    self.logger = logger
+    state = Lock(PipelineWriterState(batchBytes: batchBytes))
+    signalSide = .allocate(capacity: 1)
+    signalSide.initialize(to: SignalSide())
+  }
+
+  deinit {
+    signalSide.deinitialize(count: 1)
+    signalSide.deallocate()
+  }
+
+  /// The frames encoded and not yet handed over (see "The fast path").
+  @inlinable var filling: ByteBuffer {
+    unsafeAddress { UnsafePointer(signalSide).pointer(to: \.filling)! }
+    unsafeMutableAddress { signalSide.pointer(to: \.filling)! }
+  }
+
+  // MARK: Subscriber
+
+  @usableFromInline
+  func receive(subscription: any Subscription) {
+    switch state.withLock({ $0.subscribed(subscription) }) {
+    case .request(let subscription):
+      request(from: subscription, first: true)
+    case .cancel(let subscription):
+      subscription.cancel()
+    }
+  }
+
+  /// `@inlinable`: the per-value path, specialised for the value's type in the caller's
+  /// module (encoding an integer costs twice as much through the generic entry point).
+  @inlinable
+  func receive(_ input: Value) -> Subscribers.Demand {
+    let left = owed.subtract(1, ordering: .relaxed).newValue
+    let start = filling.writerIndex
+    let length: Int
+    do {
+      length = try WireFrame.write(.value, into: &filling) { try input.encode(into: &$0) }
+    } catch {
+      filling.moveWriterIndex(to: start)
+      fail("encoding a value failed: \(error)")
+      return .none
+    }
+    guard length <= maximumFrameLength else {
+      filling.moveWriterIndex(to: start)
+      fail(
+        "a value of \(length - 1) bytes does not fit the server's maximum frame length of "
+          + "\(maximumFrameLength) bytes")
+      return .none
+    }
+    let inCall = requester.load(ordering: .relaxed) == currentThreadID()
+    if inCall {
+      signalSide.pointee.callProduced += length
+      if left > 0, filling.readableBytes < batchBytes {
+        // Inside the writer's own request call, with demand left: nothing to decide yet; the
+        // frames are handed over when the batch is full, the demand runs out, or the call
+        // returns.
+        return .none
+      }
+    }
+    let (more, flush) = state.withLock { $0.received(&filling) }
+    shrinkFilling()
+    if flush { scheduleFlush() }
+    guard more, left <= 0 else { return .none }
+    if inCall, signalSide.pointee.callProduced >= signalSide.pointee.callBudget {
+      signalSide.pointee.yielded = true  // the call returns; a new one is scheduled
+      return .none
+    }
+    return demandMore()
+  }
+
+  /// The demand `receive` returns once none is owed: `prefetch` more.
+  @inlinable
+  func demandMore() -> Subscribers.Demand {
+    owed.add(prefetch, ordering: .relaxed)
+    return .max(prefetch)
+  }
+
+  @usableFromInline
+  func receive(completion: Subscribers.Completion<Failure>) {
+    switch completion {
+    case .finished:
+      WireFrame.write(.finished, into: &filling)
+    case .failure(let error):
+      logger.notice(
+        "the pipeline failed; sending the failure to the client",
+        metadata: ["error": "\(error)"])
+      WireFrame.write(
+        .failed, text: String(describing: error), maximumFrameLength: maximumFrameLength,
+        into: &filling)
+    }
+    let flush = state.withLock { $0.completed(&filling) }
+    if flush { scheduleFlush() }
+  }
+
+  // MARK: Events from the connection (on its event loop)
+
+  /// The client went away: cancels the pipeline unless it completed.
+  @usableFromInline
+  func connectionClosed() {
+    state.withLock { $0.closed() }?.cancel()
+  }
+
+  /// Nothing was written for the heartbeat interval: writes a heartbeat unless frames wait or
+  /// a write is in flight (then the client has bytes to read anyway).
+  @usableFromInline
+  func heartbeatDue() {
+    guard state.withLock({ $0.heartbeatDue() }) else { return }
+    var frame = channel.allocator.buffer(capacity: WireFrame.headerLength)
+    WireFrame.write(.heartbeat, into: &frame)
+    perform(PipelineWriterState.Write(frames: frame, halfClose: false, resume: false))
+  }
+
+  // MARK: Internals
+
+  /// A value cannot be sent: ends the stream with a failure frame and cancels the pipeline.
+  @usableFromInline
+  func fail(_ reason: String) {
+    logger.error(
+      "a value cannot be sent; cancelling the pipeline", metadata: ["reason": "\(reason)"])
+    WireFrame.write(
+      .failed, text: reason, maximumFrameLength: maximumFrameLength, into: &filling)
+    let (cancel, flush) = state.withLock { $0.failed(&filling) }
+    cancel?.cancel()
+    if flush { scheduleFlush() }
+  }
+
+  /// Keeps `filling` from holding on to a large value's capacity.
+  @usableFromInline
+  func shrinkFilling() {
+    if filling.capacity > 4 * batchBytes { filling = ByteBuffer() }
+  }
+
+  /// Requests up to `prefetch` values from `subscription` (the state machine counted the call
+  /// in; what is still owed counts), marking this thread as the requester meanwhile, then
+  /// hands the frames encoded inside the call over.
+  private func request(from subscription: any Subscription, first: Bool = false) {
+    let thread = currentThreadID()
+    let marked = requester.compareExchange(expected: 0, desired: thread, ordering: .relaxed)
+      .exchanged
+    if marked {
+      signalSide.pointee.callBudget = first ? 0 : 16 * batchBytes
+      signalSide.pointee.callProduced = 0
+      signalSide.pointee.yielded = false
+    }
+    let missing = prefetch - max(0, owed.load(ordering: .relaxed))
+    if missing > 0 {
+      owed.add(missing, ordering: .relaxed)
+      subscription.request(.max(missing))
+    }
+    let yielded = marked && signalSide.pointee.yielded
+    if marked { requester.store(0, ordering: .relaxed) }
+    let (flush, resume) = state.withLock { $0.requestReturned(&filling, yielded: yielded) }
+    shrinkFilling()
+    if flush { scheduleFlush() }
+    if resume { self.resume() }
+  }
+
+  /// Asks the pipeline for one more value, off the event loop.
+  private func resume() {
+    let connection: any PipelineConnection = self  // not the generic type: its metatype stays
+    Task { connection.requestMore() }
+  }
+
+  @usableFromInline
+  func requestMore() {
+    guard let subscription = state.withLock({ $0.requestStarting() }) else { return }
+    request(from: subscription)
+  }
+
+  @usableFromInline
+  func scheduleFlush() {
+    let connection: any PipelineConnection = self
+    channel.eventLoop.execute { connection.flushDue() }
+  }
+
+  @usableFromInline
+  func flushDue() {
+    if let write = state.withLock({ $0.flushDue() }) { perform(write) }
+  }
+
+  /// Performs `write` (on the event loop).
+  func perform(_ write: PipelineWriterState.Write) {
+    let promise = channel.eventLoop.makePromise(of: Void.self)
+    let connection: any PipelineConnection = self
+    promise.futureResult.whenComplete { result in connection.writeCompleted(result) }
+    channel.writeAndFlush(write.frames, promise: promise)
+    if write.halfClose { channel.close(mode: .output, promise: nil) }
+    if write.resume { resume() }
+  }
+
+  @usableFromInline
+  func writeCompleted(_ result: Result<Void, any Error>) {
+    if case .failure(let error) = result {
+      logger.debug("a write failed", metadata: ["error": "\(error)"])
+    }
+    // The next write runs from a new event-loop task, not from inside the completed one (a
+    // write the kernel takes at once completes inline).
+    if let next = state.withLock({ $0.writeCompleted() }) {
+      let target: any PipelineWriteTarget = self
+      channel.eventLoop.execute { target.perform(next) }
+    }
+  }
+}
+
+extension PipelineWriter: PipelineWriteTarget {}
+
+/// Where a write taken from the state machine is performed (on the event loop).
+protocol PipelineWriteTarget: AnyObject, Sendable {
+  func perform(_ write: PipelineWriterState.Write)
+}
+
+/// A served connection's writer, as its handler and its event-loop tasks see it (not generic:
+/// closures that capture it need no metatype).
+@usableFromInline
+protocol PipelineConnection: AnyObject, Sendable {
+  /// The client went away.
+  func connectionClosed()
+  /// Nothing was written for the heartbeat interval.
+  func heartbeatDue()
+  /// A scheduled flush runs (on the event loop).
+  func flushDue()
+  /// A write completed (on the event loop).
+  func writeCompleted(_ result: Result<Void, any Error>)
+  /// Asks the pipeline for one more value (off the event loop).
+  func requestMore()
+}
