@@ -97,6 +97,30 @@ public struct RuleFuzzer: Sendable {
     return RuleFuzzReport(scripts: scripts, failure: nil)
   }
 
+  /// The problems of one given script, empty when every rule held: a script decoded from a
+  /// coverage-guided fuzzer's input (``FuzzScript/init(bytes:maxThreads:maxSteps:)``) or kept
+  /// by a regression test. A script with several lanes runs up to ``attempts`` times.
+  ///
+  /// ```swift
+  /// let script = FuzzScript(lanes: [[.request(.max(1)), .send(0), .cancel]])
+  /// #expect(RuleFuzzer(seeds: 0..<1).problems(of: script) { upstream, _ in upstream.prefix(1) } == [])
+  /// ```
+  public func problems<P: Publisher>(
+    of script: FuzzScript, _ make: (FuzzUpstream, FuzzToken) -> P
+  ) -> [String] {
+    failures(of: script, make) ?? []
+  }
+
+  /// The smallest script found that still fails, shrunk from a failing `script` as ``check(_:)``
+  /// shrinks a generated one, with its problems; `nil` if `script` passes.
+  public func minimalFailure<P: Publisher>(
+    of script: FuzzScript, _ make: (FuzzUpstream, FuzzToken) -> P
+  ) -> (script: FuzzScript, problems: [String])? {
+    guard let problems = failures(of: script, make) else { return nil }
+    let (minimal, minimalProblems) = shrink(script, problems, make)
+    return (minimal, minimalProblems)
+  }
+
   /// The problems of `script` (run up to `attempts` times if it has several lanes), or `nil`.
   func failures<P: Publisher>(
     of script: FuzzScript, _ make: (FuzzUpstream, FuzzToken) -> P
@@ -232,6 +256,42 @@ public struct FuzzScript: Sendable, CustomStringConvertible {
         value += 1
       case 10: step = .returnDemand(random.next() % 2 == 0 ? .none : .max(1))
       case 11: step = .requestFromReceive(demand)
+      case 12, 13: step = .cancel
+      case 14: step = .finish
+      default: step = .fail
+      }
+      lanes[lane].append(step)
+    }
+    self.lanes = lanes.filter { !$0.isEmpty }
+  }
+
+  /// The script `bytes` spell, for a coverage-guided fuzzer: the first byte chooses the
+  /// number of lanes (1…`maxThreads`), then each step takes one byte — its lane (high nibble)
+  /// and its kind (low nibble, in the proportions of a seeded script) — and a request or a
+  /// demand returned from `receive(_:)` one more for the demand. Values are sent numbered
+  /// 0, 1, 2, … At most `maxSteps` steps; bytes left over are ignored, and missing ones end
+  /// the script, so every input is a script and a small change of input a small change of
+  /// script.
+  public init(bytes: some Sequence<UInt8>, maxThreads: Int = 8, maxSteps: Int = 64) {
+    var input = bytes.makeIterator()
+    let threads = 1 + Int(input.next() ?? 0) % max(1, maxThreads)
+    var lanes = Array(repeating: [FuzzStep](), count: threads)
+    var value = 0
+    func demand(_ byte: UInt8?) -> Subscribers.Demand {
+      guard let byte else { return .max(1) }
+      return byte % 8 == 7 ? .unlimited : .max(1 + Int(byte % 8))
+    }
+    for _ in 0..<max(1, maxSteps) {
+      guard let byte = input.next() else { break }
+      let lane = Int(byte >> 4) % threads
+      let step: FuzzStep
+      switch byte & 0x0F {
+      case 0..<4: step = .request(demand(input.next()))
+      case 4..<10:
+        step = .send(value)
+        value += 1
+      case 10: step = .returnDemand((input.next() ?? 0) % 2 == 0 ? .none : .max(1))
+      case 11: step = .requestFromReceive(demand(input.next()))
       case 12, 13: step = .cancel
       case 14: step = .finish
       default: step = .fail
