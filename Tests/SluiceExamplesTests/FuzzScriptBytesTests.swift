@@ -1,3 +1,4 @@
+import Sluice
 import SluiceTestSupport
 import SluiceTesting
 import Testing
@@ -25,6 +26,29 @@ struct FuzzScriptBytesTests {
     #expect(FuzzScript(bytes: [0] + Array(repeating: 0x04, count: 100), maxSteps: 5).stepCount == 5)
     // Lanes beyond `maxThreads` fold into those there are; empty lanes are dropped.
     #expect(FuzzScript(bytes: [7, 0x74, 0x3E], maxThreads: 2).lanes.count == 1)
+  }
+
+  // The pipeline fuzz target's input 02 1d 23 52 ... (flatMap → share → subscribe(on:)), shrunk
+  // to an upstream that finishes: the flatMap closure outlived the pipeline, kept by
+  // subscribe(on:), which held share()'s subscription after the completion.
+  @Test("flatMap → share → subscribe(on:) releases its closures when the upstream finishes")
+  func shareThenSubscribeOnReleasesEverything() {
+    let fuzzer = RuleFuzzer(seeds: 0..<1, attempts: 1)
+    let scripts: [[UInt8]] = [
+      [0, 0x0E], [0, 0x00, 0, 0x04, 0x0E], [1, 0x00, 7, 0x14, 0x0F], [0, 0x0C],
+    ]
+    for script in scripts {
+      let problems = fuzzer.problems(of: FuzzScript(bytes: script)) {
+        (upstream: FuzzUpstream, token: FuzzToken) -> AnyPublisher<Int, FuzzUpstream.Failure> in
+        upstream.flatMap(maxPublishers: .max(2)) { (value: Int) in
+          Just(token.touch(value)).setFailureType(to: FuzzUpstream.Failure.self)
+        }
+        .share()
+        .subscribe(on: ImmediateScheduler.shared)
+        .eraseToAnyPublisher()
+      }
+      #expect(problems == [], "\(FuzzScript(bytes: script))")
+    }
   }
 
   @Test("a given script is checked, and a failing one shrunk")
