@@ -17,7 +17,7 @@
  *   if the holder's identity is published and no waiter is queued, else queues a waiter; if
  *   nobody holds the turn, it takes it to run its own work;
  * - the holder runs the queue: a waiter's value is delivered for it while the holder's call has
- *   allowance (or it is the holder's own), else the turn passes to it (parked; grants withdrawn)
+ *   allowance (or it is the holder's own), else the turn passes to it (grants withdrawn)
  *   and the waiter, taking it, offers grants of its own; when the queue is empty the holder
  *   clears `pending` and gives its unused grants back;
  * - REENTRANT: sender 0's first value, delivered, sends one value more from inside the delivery
@@ -36,7 +36,7 @@
  * waiter is always granted its turn or dismissed, nothing is stranded); one call delivers at most
  * BOUND values of other threads (assert; BOUND = A, the call's allowance, plus one for the
  * re-entrant value a holder may leave behind a waiter it hands the turn to); at the end nothing
- * is queued, pending, held, parked or granted.
+ * is queued, pending or held.
  */
 #ifndef N
 #define N 3
@@ -51,7 +51,7 @@
 #define A (2 * K)
 #endif
 #ifndef BOUND
-#define BOUND (A + REENTRANT)
+#define BOUND A
 #endif
 #ifndef CANCEL
 #define CANCEL 0
@@ -76,7 +76,6 @@ byte readerThread = 0;   /* holder + 1; 0: not published */
 bit lock = 0;
 byte grants = 0;
 byte waitersQueued = 0;
-bit parked = 0;
 bit listEmpty = 0;       /* the completion emptied the subscriber list */
 
 #define VALUE 1
@@ -96,6 +95,9 @@ byte sent[N + 2];        /* values accepted (sent before the completion) */
 byte others[N + 2];      /* values of other threads delivered in the current call */
 byte allowance[N + 2];
 byte reSender = 255;     /* the thread whose delivery sent the re-entrant value */
+bit reDeferred = 0;      /* ... as a waiter of its own, deferred (a waiter was queued then) */
+bit reGranted = 0;
+bit reDismissed = 0;
 bit completed = 0;       /* the subscriber received the completion */
 bit cancelled = 0;       /* the conduit's fast word closed */
 bit released = 0;        /* the subscriber was released */
@@ -123,13 +125,18 @@ inline deliver(ds, dq, dme) {
        :: else -> skip
        fi
      };
-     /* the re-entrant send: from inside the delivery of sender 0's first value (queueBehind:
-        pending set; after the completion was sent it finds no subscriber) */
+     /* the re-entrant send: from inside the delivery of sender 0's first value: queued behind
+        (pending set) — or, while a waiter is queued, as a waiter of the holder's own, deferred
+        to the end of its call; after the completion was sent it finds no subscriber */
      if
      :: REENTRANT && ds == 0 && dq == 0 ->
         acquire();
         if
-        :: !listEmpty -> enqueue(VALUE, RE, 0); sent[RE]++; reSender = dme; pending = 1
+        :: !listEmpty && waitersQueued == 0 ->
+           enqueue(VALUE, RE, 0); sent[RE]++; reSender = dme; pending = 1
+        :: !listEmpty && waitersQueued > 0 ->
+           enqueue(WAITER, RE, 0); waitersQueued++; sent[RE]++; reSender = dme; reDeferred = 1;
+           pending = 1
         :: else -> skip
         fi;
         release()
@@ -183,16 +190,30 @@ inline runQueue(rme) {
         :: kind == WAITER ->
            waitersQueued--;
            if
-           :: s == rme || allowance[rme] > 0 ->
+           :: s == RE -> kind = reSender      /* kind: the waiting thread, from here on */
+           :: else -> kind = s
+           fi;
+           if
+           :: kind == rme || allowance[rme] > 0 ->
               if
-              :: s != rme -> allowance[rme]--
+              :: kind != rme -> allowance[rme]--
               :: else -> skip
               fi;
-              release(); deliver(s, q, rme); dismissed[s] = 1; atomic { kind = 0; s = 0; q = 0 }
+              release(); deliver(s, q, rme);
+              if
+              :: s == RE -> reDismissed = 1
+              :: else -> dismissed[s] = 1
+              fi;
+              atomic { kind = 0; s = 0; q = 0 }
            :: else ->
-              withdrawGrants(rme); holder = DRAINING; readerThread = s + 1; parked = 1;
-              kind = s; s = 0; q = 0;          /* kind: the waiter's thread, for a moment */
-              release(); granted[kind] = 1; passed = 1; kind = 0; break
+              withdrawGrants(rme); holder = DRAINING; readerThread = kind + 1;
+              q = s; s = 0;                     /* q: the source, for a moment */
+              release();
+              if
+              :: q == RE -> reGranted = 1
+              :: else -> granted[kind] = 1
+              fi;
+              passed = 1; kind = 0; q = 0; break
            fi
         fi
      fi
@@ -232,13 +253,14 @@ inline handOff(hk, hme, hseq, needsGrant) {
      holder = DRAINING; enqueue(hk, hme, hseq); allowance[hme] = A; beginTurn(hme); draining = 1
   :: else ->
      atomic {
+       /* takeGrant(): the holder's identity published (its grants before it), and no waiter */
+       grantable = (waitersQueued == 0 && readerThread != 0 && grants > 0);
        if
-       :: needsGrant && waitersQueued == 0 && readerThread != 0 && grants > 0 ->
-          grants--; waiting = 0
-       :: needsGrant && !(waitersQueued == 0 && readerThread != 0 && grants > 0) ->
-          waiting = 1
+       :: needsGrant && grantable -> grants--; waiting = 0
+       :: needsGrant && !grantable -> waiting = 1
        :: !needsGrant -> waiting = 0
-       fi
+       fi;
+       grantable = 0
      }
      if
      :: waiting -> enqueue(WAITER, hme, hseq); waitersQueued++
@@ -247,18 +269,22 @@ inline handOff(hk, hme, hseq, needsGrant) {
   fi
 }
 
-/* A waiter handed the turn takes it: its call's allowance (it did nothing yet), grants of its
-   own (under the lock, as it stops being parked), its value, then the queue. */
-inline takeGrantedTurn(tme, tseq) {
-  allowance[tme] = A;
-  acquire(); parked = 0; beginTurn(tme); release();
-  deliver(tme, tseq, tme);
+/* A waiter handed the turn takes it: its call's allowance (fresh for a call that waited
+   before doing anything; what is left for one coming back to a deferred waiter), grants of its
+   own, its value, then the queue. */
+inline takeGrantedTurn(tme, ts, tseq, fresh) {
+  if
+  :: fresh -> allowance[tme] = A
+  :: else -> skip
+  fi;
+  beginTurn(tme);
+  deliver(ts, tseq, tme);
   leaveLoop(tme)
 }
 
 proctype Sender(byte me) {
   byte seq = 0;
-  bit ok, waiting, passed, wasFree, done, draining;
+  bit ok, waiting, passed, wasFree, done, draining, grantable;
   byte kind, s, q;
   do
   :: seq < S ->
@@ -302,7 +328,7 @@ proctype Sender(byte me) {
               allowance[me] = A; beginTurn(me); sent[me]++; release();
               deliver(me, seq, me); leaveLoop(me)
            :: else ->
-              assert(!(readerThread == me + 1 && !parked));  /* not inside its own delivery */
+              assert(readerThread != me + 1);   /* a root call holds no turn */
               sent[me]++;
               handOff(VALUE, me, seq, 1);
               release();
@@ -312,12 +338,23 @@ proctype Sender(byte me) {
                  (granted[me] == 1 || dismissed[me] == 1);
                  if
                  :: dismissed[me] == 1 -> dismissed[me] = 0
-                 :: else -> granted[me] = 0; takeGrantedTurn(me, seq)
+                 :: else -> granted[me] = 0; takeGrantedTurn(me, me, seq, 1)
                  fi
               :: else -> skip                /* handed over: returns at once */
               fi
            fi
         fi
+     fi;
+     /* The outermost turn ended: come back to a deferred waiter of its own, holding nothing. */
+     if
+     :: reDeferred && reSender == me ->
+        (reGranted || reDismissed);
+        if
+        :: reGranted -> reGranted = 0; takeGrantedTurn(me, RE, 0, 0)
+        :: else -> skip
+        fi;
+        reDeferred = 0; reDismissed = 0
+     :: else -> skip
      fi;
      /* the call is over: what it counted no longer matters (fewer states to tell apart) */
      skip;
@@ -348,7 +385,7 @@ proctype Sender(byte me) {
    then, if a sender of another thread may be delivering, the release handed to the turn
    (handOffToReader(.release, inOrder: false)), else released at once. */
 proctype Canceller() {
-  bit ok, passed, wasFree, waiting, draining;
+  bit ok, passed, wasFree, waiting, draining, grantable;
   byte kind, s, q;
   cancelled = 1;
   if
@@ -384,6 +421,6 @@ init {
      assert(sent[N - 1] == S && completed == COMPLETE)
   :: else -> assert(released)
   fi;
-  assert(qhead == qtail && pending == 0 && holder == FREE && lock == 0 && parked == 0);
-  assert(waitersQueued == 0 && readerThread == 0)
+  assert(qhead == qtail && pending == 0 && holder == FREE && lock == 0);
+  assert(waitersQueued == 0 && readerThread == 0 && !reDeferred)
 }

@@ -100,7 +100,7 @@ private final class NextIndex: Sendable {
 }
 
 /// Runs `body(i)` for every `i` in `0..<threads`, all at once, each on a thread of its own, and
-/// returns whether every call returned before `deadline`. The deadline is only a net against a
+/// returns whether every call returned before `deadline`; the bodies start together. The deadline is only a net against a
 /// hang (a deadlock fails the test instead of stalling the suite; its threads stay blocked):
 /// no timing is asserted. The caller suspends meanwhile, blocking no cooperative-pool thread.
 package func allReturn(
@@ -108,8 +108,13 @@ package func allReturn(
 ) async -> Bool {
   await onThreadOfItsOwn {
     let done = DispatchSemaphore(value: 0)
+    // A start line: every thread begins its body once all have started, so the bodies race
+    // from their first call instead of the first thread being done before the last starts.
+    let ready = NextIndex()
     for index in 0..<threads {
       detachThread {
+        ready.counter.add(1, ordering: .acquiringAndReleasing)
+        while ready.counter.load(ordering: .acquiring) < threads { sched_yield() }
         body(index)
       } then: {
         done.signal()

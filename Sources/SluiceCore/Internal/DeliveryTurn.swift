@@ -15,9 +15,10 @@
 ///
 /// **Bounded calls that compose.** A turn's grants are reserved from its holder's allowance
 /// when it begins (``DeliveryContext/reserve(_:)``: at most ``TurnWaiter/grantsPerTurn``, less
-/// what is already queued for nobody to wait for) and given back when it ends; none are
-/// offered while a thread waits, so the items queued behind a waiter are waiters' own and a
-/// turn handed to a waiter inherits nothing it must deliver. So a call delivers at most its
+/// what is already queued for nobody to wait for) and given back when it ends. While a thread
+/// waits, nothing is queued without a waiter — no grant, and not even the holder's own item —
+/// so everything behind a waiter can be handed on, and a turn handed to a waiter inherits
+/// nothing it must deliver. So a call delivers at most its
 /// allowance of other threads' items across every turn it holds (with the subjects' and
 /// fan-in's turns), plus what it asked for (a `request` delivers what waited for demand). The
 /// FIFO holds at most the grants plus one item per waiting thread, plus what the owner keeps
@@ -26,19 +27,14 @@
 /// States: `idle` ⇄ `delivering(holder)`; waiters only while delivering.
 /// | event | idle | delivering, this thread's turn | delivering, another's |
 /// |---|---|---|---|
-/// | `arrived` (item appended) | may start: begin the turn (reserve grants), deliver; else stays queued | active: queued; parked (handed to this thread, not yet taken): wait (defer) at its position | grants left and no waiter: queued, grants −1; else wait (or defer) at its position |
-/// | `waiterNext` (before taking an item) | — | a waiter's item next: its thread's own, or allowance left: deliver it for the waiter (dismiss it); else the turn passes to it (parked, grants 0) | — |
-/// | `resumed` (a granted waiter takes the turn) | — | active; reserve its grants | — |
+/// | `arrived` (item appended) | may start: begin the turn (reserve grants), deliver; else stays queued | no waiter: queued; else wait (defer) at its position | grants left and no waiter: queued, grants −1; else wait (or defer) at its position |
+/// | `waiterNext` (before taking an item) | — | a waiter's item next: its thread's own, or allowance left: deliver it for the waiter (dismiss it); else the turn passes to it (grants 0) | — |
+/// | `resumed` (a granted waiter takes the turn) | — | reserve its grants | — |
 /// | `ended` (nothing to deliver, or no demand) | — | idle; unused grants given back; every waiter dismissed (its item stays queued) | — |
 @usableFromInline
 struct DeliveryTurn {
   /// The thread whose turn it is (``currentThreadIdentity()``), 0 while idle.
   @usableFromInline var holder: UInt = 0
-  /// The holder has taken the turn and is delivering: not a waiter it was handed to that has
-  /// not come back for it yet (*parked*). Only an active holder's own items are queued without
-  /// waiting (they come from inside its delivery); a parked holder's wait like anyone's, so
-  /// that nothing of its is left behind the waiters for the next holder to inherit.
-  @usableFromInline var active = false
   /// How many more items other threads may leave to this turn without waiting (reserved from
   /// the holder's allowance).
   @usableFromInline var grants = 0
@@ -75,7 +71,10 @@ struct DeliveryTurn {
     let position = appended
     appended += 1
     if isDelivering {
-      if holder == context.identity, active { return .queued }
+      // Its own item, from inside its delivery: queued — unless a thread waits, then it waits
+      // (deferred) like anyone, so that nothing the holder could not hand on is ever queued
+      // behind a waiter for the next holder to inherit.
+      if holder == context.identity, waiters.isEmpty { return .queued }
       if grants > 0, waiters.isEmpty {
         grants -= 1
         return .queued
@@ -98,7 +97,6 @@ struct DeliveryTurn {
   mutating func begin(_ context: DeliveryContext, owning: Int = 0) {
     context.enter()
     holder = context.identity
-    active = true
     grants = context.reserve(TurnWaiter.grantsPerTurn - (unwaited - owning))
   }
 
@@ -107,7 +105,6 @@ struct DeliveryTurn {
   @inlinable
   mutating func resumed(_ context: DeliveryContext) {
     context.enter()
-    active = true
     grants = context.reserve(TurnWaiter.grantsPerTurn - unwaited)
   }
 
@@ -134,7 +131,6 @@ struct DeliveryTurn {
       return .deliverFor(first.waiter)
     }
     holder = first.waiter.thread
-    active = false
     context.giveBack(grants)
     grants = 0  // the waiter reserves its own (``resumed(_:)``)
     return .pass(first.waiter)
@@ -154,7 +150,6 @@ struct DeliveryTurn {
   @inlinable
   mutating func ended(_ context: DeliveryContext) -> [(position: Int, waiter: TurnWaiter)] {
     holder = 0
-    active = false
     context.giveBack(grants)
     grants = 0
     defer { waiters = [] }

@@ -33,13 +33,15 @@ public import Synchronization
 /// past that it hands that waiter the turn (``Next/passed``): the waiter delivers its value
 /// itself and runs what follows, on an allowance of its own.
 ///
-/// So one call delivers at most ``DeliveryContext/allowancePerCall`` values of other threads in
+/// While a waiter is queued nothing is queued without one — no grant, and not even a send from
+/// inside the holder's own delivery (it waits, deferred, like anyone's) — so everything behind a
+/// waiter can be handed on and a turn handed to a waiter inherits nothing it must deliver. So
+/// one call delivers at most ``DeliveryContext/allowancePerCall`` values of other threads in
 /// all the turns it holds (grants it offered and values it delivered for waiting threads come
-/// from that one allowance), plus what its own deliveries send back into a turn it holds and
-/// leaves behind a waiter (see ``Guarded/parked``); a thread that never stops sending feels the
-/// deliverer's pace instead of filling an unbounded queue; the queue holds at most the granted
-/// values plus one value per waiting thread. The allowance keeps many concurrent senders fast:
-/// the turn passes once per allowance of waiting senders' values, not once per value.
+/// from that one allowance); a thread that never stops sending feels the deliverer's pace
+/// instead of filling an unbounded queue; the queue holds at most the granted values plus one
+/// value per waiting thread. The allowance keeps many concurrent senders fast: the turn passes
+/// once per allowance of waiting senders' values, not once per value.
 ///
 /// **Proved, not only tested.** `Models/SubjectTurn.pml` models these steps for spin, with the
 /// completion, a cancel's release and a re-entrant send (see `Models/README.md` for what it
@@ -56,8 +58,8 @@ public import Synchronization
 /// | a sender finds ``reader`` | it |
 /// |---|---|
 /// | 0 | takes it and reads in place (``Claim/claimed(_:)``) |
-/// | held by this thread, delivering | queues its value behind the one being delivered (``Claim/busy``) |
-/// | held by another thread (or handed to this one, parked) | under the lock: queues its value on a grant (``Claim/busy``) or a waiter (``Claim/wait(_:)``) |
+/// | held by this thread, delivering | queues its value behind the one being delivered (``Claim/busy``) — or, while a waiter is queued, a waiter of its own (deferred) |
+/// | held by another thread | under the lock: queues its value on a grant (``Claim/busy``) or a waiter (``Claim/wait(_:)``) |
 /// | 0 again by the time it locks | takes it to run its own value (``Claim/draining``) |
 ///
 /// **Writing** (attach, detach, completion; under the subject's lock, through
@@ -122,10 +124,6 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     /// How many waiters the queue holds: while any does, no grants are taken (the items behind
     /// a waiter are waiters' own, so a turn handed to one inherits no granted value).
     @usableFromInline var waitersQueued = 0
-    /// The turn was handed to a waiter (``Next/passed(_:)``) that has not taken it yet: its
-    /// thread's sends wait like anyone's instead of being queued as sends from inside its
-    /// delivery (which would leave them behind waiters, for the next holder to inherit).
-    @usableFromInline var parked = false
 
     @inlinable init() {}
 
@@ -253,7 +251,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   /// ``DeliveryContext/exit()``: it offers ``TurnWaiter/grantsPerTurn`` grants reserved from its
   /// allowance. (Nothing else is queued then — work waits only while a turn is held — so the
   /// turn inherits nothing it must deliver.) A waiter handed the turn does the same as it takes
-  /// it (under the lock, as it stops being parked).
+  /// it: only waiters are queued behind it then, so it inherits nothing it must deliver either.
   @inlinable @inline(__always)
   func beginTurn(_ context: DeliveryContext) {
     context.enter()
@@ -307,7 +305,10 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
       beginTurn(context)
       return .claimed(address)
     }
-    if !guarded.parked, isThisThreads(Self.holder(word), thread) {
+    // From inside this thread's own delivery: queued behind it — unless a waiter is queued,
+    // then as a waiter (deferred) like anyone's, so that nothing the holder could not hand on
+    // is ever queued behind a waiter for the next holder to inherit.
+    if guarded.waitersQueued == 0, isThisThreads(Self.holder(word), thread) {
       queueBehind(work(guarded.list.slots), &guarded)
       return .busy
     }
@@ -425,7 +426,6 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     let word = reader.load(ordering: .relaxed)
     reader.store(Self.draining | (word & Self.pending), ordering: .sequentiallyConsistent)
     readerThread.store(waiter.thread, ordering: .relaxed)
-    guarded.parked = true
     return .passed(waiter)
   }
 
@@ -488,7 +488,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     -> Claim
   {
     let holder = Self.holder(reader.load(ordering: .sequentiallyConsistent))
-    if !guarded.parked, isThisThreads(holder, context.identity) {
+    if isThisThreads(holder, context.identity) {
       queueBehind(work, &guarded)
       return .busy
     }
@@ -506,7 +506,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   ) -> Claim {
     let holder = Self.holder(reader.load(ordering: .sequentiallyConsistent))
     if holder == 0 { return .nested }
-    if !guarded.parked, isThisThreads(holder, context.identity) {
+    if isThisThreads(holder, context.identity) {
       guard inOrder else { return .nested }
       queueBehind(work, &guarded)
       return .busy

@@ -7,13 +7,15 @@ import Synchronization
 /// **Ordering**: a `send` reaches every subscriber that is attached when it starts, in attachment
 /// order; each subscriber receives values serially (see ``Conduit``). One thread at a time
 /// delivers (the turn, see ``SharedSubscriberList``): a send (or completion) racing another
-/// thread's turn is handed to it, up to ``TurnWaiter/grantsPerTurn`` values per turn, and past
-/// that waits until the turn delivers its value for it (up to as many again per turn) or hands
-/// it the turn; a send from inside a delivery is queued behind the value being delivered. Every
-/// subscriber receives the values in one order, the order the sends were serialised in, each
-/// thread's in the order sent; nothing demanded is lost and nothing
-/// duplicated. **Bounded calls**: a `send`, `send(completion:)` or `cancel()` returns after its
-/// own work plus at most `2 × grantsPerTurn + 1` values handed over by others.
+/// thread's turn is handed to it while the turn has grants (reserved from its holder's
+/// allowance, see ``DeliveryContext``), and past that waits until the turn delivers its value
+/// for it or hands it the turn — or, made from inside a delivery, defers that wait to the end of
+/// its outermost call; a send from inside a delivery of this subject is queued behind the value
+/// being delivered. Every subscriber receives the values in one order, the order the sends were
+/// serialised in, each thread's in the order sent; nothing demanded is lost and nothing
+/// duplicated. **Bounded calls**: a `send`, `send(completion:)` or `cancel()` made outside any
+/// delivery returns after its own work plus at most ``DeliveryContext/allowancePerCall`` values
+/// handed over by others, however many engines its values pass through.
 /// **Completion**: delivered once to each attached subscriber and replayed to later
 /// ones (after `Subscriptions.empty`); values after completion are ignored.
 /// **Cost**: attaching and detaching a subscriber take constant amortised time, however many
@@ -182,10 +184,7 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     _ value: Output, to conduits: SlotArray<AnyConduit<Output, Failure>>,
     _ context: DeliveryContext
   ) {
-    state.withLock {
-      $0.subscribers.parked = false
-      subscribers.beginTurn(context)
-    }
+    subscribers.beginTurn(context)
     deliver(value, to: conduits)
     leave(context, held: SharedSubscriberList<Output, Failure>.draining)
   }
@@ -198,17 +197,25 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   func claimOrHandOff(
     _ value: Output, by context: DeliveryContext, storing storingAfterCompletion: Bool
   ) -> (SharedSubscriberList<Output, Failure>.Claim, SlotArray<AnyConduit<Output, Failure>>) {
-    state.withLock { state in
+    // The value replaced is released after unlocking: its `deinit` may call back into this
+    // subject (read `value`, cancel a subscription to it).
+    var replaced: Output?
+    let result = state.withLock {
+      state -> (SharedSubscriberList<Output, Failure>.Claim, SlotArray<AnyConduit<Output, Failure>>)
+      in
       let claim = subscribers.claimOrHandOff(by: context, &state.subscribers) {
         .value(value, $0)
       }
       // Combine: `send(_:)` after completion leaves `value` as it was; setting `value` stores.
       if replaysCurrentValue, state.completion == nil || storingAfterCompletion {
+        replaced = state.currentValue.take()
         state.currentValue = value
       }
       guard case .wait = claim else { return (claim, SlotArray()) }
       return (claim, state.subscribers.list.slots)
     }
+    withExtendedLifetime(replaced) {}
+    return result
   }
 
   /// Delivers `value` in place to `conduits` (a list kept alive by the array), by the holder

@@ -122,19 +122,17 @@ struct CallBoundTests {
       let b = PassthroughSubject<Int, Never>()
       let combined: AnyPublisher<(Int, Int), Never> =
         kind == "zip" ? a.zip(b).eraseToAnyPublisher() : a.combineLatest(b).eraseToAnyPublisher()
-      // A combination counts as another sender's when neither of its values is the caller's.
-      let sink = combined.sink { first, second in
-        if let meter = CallMeter.current,
-          first / 1_000_000 - 1 != meter.sender, second / 1_000_000 - 1 != meter.sender
-        {
-          meter.othersInCall += 1
-        }
+      // Each send makes at most one combination, so of the combinations one call delivers, all
+      // but one (its own, when its send made one) are other threads' work: every combination is
+      // counted, and the bound allows the one that may be the caller's.
+      let sink = combined.sink { _, _ in
+        CallMeter.current?.othersInCall += 1
         let end = DispatchTime.now().uptimeNanoseconds + 5_000
         while DispatchTime.now().uptimeNanoseconds < end {}
       }
       let worst = await Self.worstCall { sender, value in (sender < 2 ? a : b).send(value) }
       #expect(worst != nil, "\(kind): every call returned")
-      #expect((worst ?? .max) <= Self.bound, "\(kind): worst call: \(worst ?? -1)")
+      #expect((worst ?? .max) <= Self.bound + 1, "\(kind): worst call: \(worst ?? -1)")
       withExtendedLifetime(sink) {}
     }
   }

@@ -173,13 +173,10 @@ struct HandOverInterleavingTests {
     let lastSender = last.thread == senders.b.identity ? senders.b : senders.c
     #expect(core.subscribers.readerThread.load(ordering: .relaxed) == last.thread)
     #expect(List.holder(core.subscribers.reader.load(ordering: .relaxed)) == List.draining)
-    // Parked: a send from A now (another thread) waits; once the last waiter takes the turn
-    // (what `send` does once granted) it offers grants of its own.
+    // Once the last waiter takes the turn (what `send` does once granted) it offers grants of
+    // its own.
     #expect(last.wait())
-    core.state.withLock {
-      $0.subscribers.parked = false
-      core.subscribers.beginTurn(lastSender)
-    }
+    core.subscribers.beginTurn(lastSender)
     #expect(handOff(100, on: core, by: senders.a) == .busy)
     // It delivers its value itself, runs A's and leaves.
     core.subscribers.forEach(inStorageAt: core.subscribers.current.load(ordering: .relaxed)) {
@@ -218,8 +215,8 @@ struct HandOverInterleavingTests {
     withExtendedLifetime(sink) {}
   }
 
-  @Test("a turn handed to a waiter that has not taken it yet makes that thread's own sends wait")
-  func parkedTurnMakesItsThreadWait() {
+  @Test("while a sender waits, even the holder's own send from inside its delivery waits")
+  func ownSendBehindAWaiterWaits() {
     let senders = Senders()
     let (subject, received, sink) = subjectWithSink()
     let core = subject.core
@@ -227,34 +224,21 @@ struct HandOverInterleavingTests {
     for value in 1...TurnWaiter.grantsPerTurn {
       #expect(handOff(value, on: core, by: senders.c) == .busy)
     }
-    // B waits past the grants; A has no allowance left for it, so the turn passes to B.
     guard case .wait(let waiter) = handOff(100, on: core, by: senders.b) else {
       Issue.record("B did not wait")
       return
     }
-    _ = senders.a.reserve(.max)  // spend A's allowance
-    #expect(leave(core, as: senders.a, held: address) == false, "handed to B")
-    senders.a.exit()
-    #expect(waiter.isGranted)
-    // Before B takes the turn, its thread sends again (from elsewhere): not queued as if from
-    // inside B's delivery, but as a waiter, so that nothing of B's is left behind for the
-    // next holder to inherit.
-    guard case .wait(let parkedSend) = handOff(101, on: core, by: senders.b) else {
-      Issue.record("a parked holder's own send was queued as its own")
+    // A's subscriber sends from inside its delivery: with B waiting, queued as a waiter of A's
+    // own (A defers it), so that nothing A could not hand on is queued behind B.
+    guard case .wait(let own) = handOff(101, on: core, by: senders.a) else {
+      Issue.record("the holder's own send was queued behind a waiter")
       return
     }
-    // B takes the turn: its value, then its own waiting value (delivered for it: its own).
-    #expect(waiter.wait())
-    core.state.withLock {
-      $0.subscribers.parked = false
-      core.subscribers.beginTurn(senders.b)
-    }
-    core.subscribers.forEach(inStorageAt: core.subscribers.current.load(ordering: .relaxed)) {
-      $0.receiveInPlace(100)
-    }
-    #expect(leave(core, as: senders.b, held: List.draining))
-    senders.b.exit()
-    #expect(parkedSend.wait() == false, "delivered by B's own turn")
+    #expect(own.thread == senders.a.identity)
+    // A leaves: C's values, B's (for B, on A's allowance), then its own (free: its own).
+    #expect(leave(core, as: senders.a, held: address))
+    senders.a.exit()
+    #expect(waiter.wait() == false && own.wait() == false, "both delivered for their senders")
     #expect(received.all.suffix(2) == [100, 101])
     withExtendedLifetime(sink) {}
   }

@@ -254,10 +254,10 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   func requestSpecialized(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     let demand = demandIsOnOff ? .unlimited : demand
-    let (drains, parent) = withState { state -> (Bool, Parent?) in
+    let (drains, parent, turn) = withState { state -> (Bool, Parent?, Parent?) in
       // Eligible: demand is `.unlimited` already and nothing waits, so nothing changes (and a
       // sender may be delivering without the lock).
-      if fast.load(ordering: .relaxed) == Self.eligible { return (false, nil) }
+      if fast.load(ordering: .relaxed) == Self.eligible { return (false, nil, nil) }
       if Self.downstreamIsSink, !state.announcedDemand, let downstream = state.downstream {
         // The sink's first request, on the subscription it accepted: this conduit takes over
         // the release of its closure, unless a cancel or completion decided first.
@@ -265,9 +265,16 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
           expected: 0, desired: ownerWord, ordering: .acquiringAndReleasing)
       }
       if suspendFastPath(state.parent) == .inFlight { state.draining = true }
-      return (state.requested(demand), state.firstRequest())
+      let drains = state.requested(demand)
+      return (drains, state.firstRequest(), drains ? state.parent : nil)
     }
-    if drains { drain(adding: .none) }
+    // What the request lets through (a replay, values queued) is delivered in the subject's
+    // turn, as its sends are: senders racing a slow first `receive` then take grants and wait
+    // as behind any delivery, instead of queuing values here without bound while this thread
+    // delivers, and the delivery is charged to the turn's call.
+    if drains {
+      if let turn { turn.continueDrain(of: self) } else { drain(adding: .none) }
+    }
     // After draining: a value the upstream sends while it is asked for `.unlimited` then finds
     // this conduit idle and is delivered at once, in order with the upstream's other effects.
     parent?.downstreamRequested()
