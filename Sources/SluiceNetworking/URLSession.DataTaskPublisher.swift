@@ -105,9 +105,15 @@ extension URLSession {
 /// States: `idle(parent, downstream)` → `starting` → `running(task)` → `ended`.
 /// | event | idle | starting | running | ended |
 /// |---|---|---|---|---|
-/// | `request(n)` | starting: create the task (unlocked), then running and resume it | add demand | add demand | nothing |
-/// | the task completes | — | — | ended: deliver the value and `.finished`, or the failure | ignored |
-/// | `cancel()` | ended | ended: the task created is dropped unresumed | ended: cancel the task | nothing |
+/// | `request(n)` | starting: create and resume the task (unlocked), then running | add demand | add demand | nothing |
+/// | the task completes | — | keep the result (`running` delivers it) | ended: deliver the value and `.finished`, or the failure | ignored |
+/// | `cancel()` | ended | ended: the requesting thread cancels the task it resumed | ended: cancel the task | nothing |
+///
+/// The task is resumed before `cancel()` can see it, so every task this subscription cancels was
+/// resumed first (cancelling a task before its `resume()` makes FoundationNetworking stop a
+/// load it never started), and a task created while a cancel came is cancelled by the thread
+/// that created it instead of being left suspended (a session keeps a task it never ran, with
+/// its completion handler and this subscription, for as long as the session lives).
 private final class DataTaskSubscription<Downstream: Subscriber>: Subscription,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
@@ -175,12 +181,23 @@ where Downstream.Input == (data: Data, response: URLResponse), Downstream.Failur
     let task = parent.session.dataTask(with: parent.request) { data, response, error in
       handler.value(data, response, error)
     }
-    let started = state.withLock { state -> Bool in
-      guard case .starting = state.phase else { return false }
+    task.resume()
+    let (cancelled, outcome, ended) = state.withLock {
+      state -> (Bool, Outcome?, (Downstream?, URLSessionDataTask?)) in
+      guard case .starting = state.phase else { return (true, nil, (nil, nil)) }
       state.phase = .running(task)
-      return true
+      // A result that came while starting is delivered now, unless the subscriber is still in
+      // `receive(subscription:)` (`attached()` delivers it then).
+      guard !state.attaching, let outcome = state.pending else { return (false, nil, (nil, nil)) }
+      return (false, outcome, state.end())
     }
-    if started { task.resume() }
+    if cancelled {
+      // Cancelled while the task was being created: it was resumed, so this stops it (unless
+      // it already completed: see `cancel()`).
+      if task.state != .completed { task.cancel() }
+    } else if let outcome, let downstream = ended.0 {
+      deliver(outcome, to: downstream)
+    }
   }
 
   /// The subscriber's `receive(subscription:)` returned: a result that came meanwhile is
@@ -200,7 +217,14 @@ where Downstream.Input == (data: Data, response: URLResponse), Downstream.Failur
 
   private func completed(data: Data?, response: URLResponse?, error: (any Error)?) {
     let ended = state.withLock { state -> (Downstream?, URLSessionDataTask?) in
-      guard case .running = state.phase else { return (nil, nil) }
+      switch state.phase {
+      case .starting:
+        // Completed before `request` saw its `resume()` return: it delivers the result.
+        state.pending = (data, response, error)
+        return (nil, nil)
+      case .running: break
+      case .idle, .ended: return (nil, nil)
+      }
       if state.attaching {
         state.pending = (data, response, error)
         return (nil, nil)

@@ -187,20 +187,21 @@ public final class RecordingSubscriber<Input, Failure: Error>: Subscriber, Cance
 
   // MARK: Waiting for asynchronous publishers
 
-  /// Waits until a completion has been received, or `timeout` passes (a safety net, not a
-  /// timing assumption), and returns the completion, if any.
+  /// Waits until a completion has been received, or `timeout` passes (a safety net against
+  /// hangs, not a timing assumption: the default, ten minutes, holds on a loaded machine under
+  /// the thread sanitizer), and returns the completion, if any.
   @discardableResult
-  public func waitForCompletion(timeout: Duration = .seconds(30)) async
+  public func waitForCompletion(timeout: Duration = .seconds(600)) async
     -> Subscribers.Completion<Failure>?
   {
     await wait(timeout: timeout) { $0.completion != nil }
     return completion
   }
 
-  /// Waits until at least `count` values have been received, or `timeout` passes, and returns
-  /// the values received so far.
+  /// Waits until at least `count` values have been received, or `timeout` passes (a safety net
+  /// against hangs: ten minutes by default), and returns the values received so far.
   @discardableResult
-  public func waitForValues(count: Int, timeout: Duration = .seconds(30)) async -> [Input] {
+  public func waitForValues(count: Int, timeout: Duration = .seconds(600)) async -> [Input] {
     await wait(timeout: timeout) { $0.valueCount >= count }
     return values
   }

@@ -39,7 +39,7 @@ struct AsyncMapTests {
     #expect(upstream.subscriptions[0].requests == [.max(2)])  // min(demand 2, 4 in flight)
     upstream.send(1)
     upstream.send(2)
-    #expect(await recorder.waitForValues(count: 2, timeout: .seconds(300)) == [2, 3])
+    #expect(await recorder.waitForValues(count: 2, timeout: .seconds(900)) == [2, 3])
     recorder.request(.unlimited)
     #expect(await eventually { upstream.subscriptions[0].outstandingDemand == .max(4) })
     #expect(String(describing: recorder.subscription!) == "AsyncMap")
@@ -71,7 +71,7 @@ struct AsyncMapTests {
       try? await Task.sleep(for: .milliseconds(20))
       return value
     }.subscribe(recorder)
-    #expect(await recorder.waitForCompletion(timeout: .seconds(300)) == .finished)
+    #expect(await recorder.waitForCompletion(timeout: .seconds(900)) == .finished)
     #expect(recorder.values == [1, 2])
   }
 
@@ -83,7 +83,7 @@ struct AsyncMapTests {
       return value
     }.subscribe(recorder)
     #expect(
-      await recorder.waitForCompletion(timeout: .seconds(300)) == .failure(TestError(code: 3)))
+      await recorder.waitForCompletion(timeout: .seconds(900)) == .failure(TestError(code: 3)))
     #expect(recorder.values == [1, 2])
   }
 
@@ -104,10 +104,10 @@ struct AsyncMapTests {
       await Task.yield()
       return value % 3 == 0
     }.subscribe(recorder)
-    #expect(await recorder.waitForValues(count: 3, timeout: .seconds(300)) == [3, 6, 9])
+    #expect(await recorder.waitForValues(count: 3, timeout: .seconds(900)) == [3, 6, 9])
     // 10 is still to come: the demand used up, nothing more is asked of the upstream.
     recorder.request(.max(1))  // 10 is rejected: the upstream then finishes
-    #expect(await recorder.waitForCompletion(timeout: .seconds(300)) == .finished)
+    #expect(await recorder.waitForCompletion(timeout: .seconds(900)) == .finished)
     #expect(recorder.values == [3, 6, 9])
   }
 

@@ -107,6 +107,7 @@ struct AsyncSequencePublisherTests {
     CountingSequence(count: 1_000).publisher.checkingRules(checker).subscribe(recorder)
     #expect(await recorder.waitForValues(count: 1) == [0])
     weakSubscription = recorder.subscription as AnyObject?
+    #expect(weakSubscription != nil, "the release check below would pass vacuously")
     recorder.cancel()
     #expect(await eventually { weakSubscription == nil }, "the task and subscription are released")
     #expect(recorder.values == [0])
@@ -121,6 +122,7 @@ struct AsyncSequencePublisherTests {
     weak var weakSubscription: AnyObject?
     sequence.publisher.subscribe(recorder)
     weakSubscription = recorder.subscription as AnyObject?
+    #expect(weakSubscription != nil, "the release check below would pass vacuously")
     #expect(await eventually { sequence.events.value == ["entered next()"] })
     recorder.cancel()
     #expect(await eventually { sequence.events.value?.last == "saw cancellation" })

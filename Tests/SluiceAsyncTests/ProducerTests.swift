@@ -117,6 +117,7 @@ struct AsyncProducerTests {
     weak var weakSubscription: AnyObject?
     producer.subscribe(recorder)
     weakSubscription = recorder.subscription as AnyObject?
+    #expect(weakSubscription != nil, "the release check below would pass vacuously")
     #expect(await recorder.waitForValues(count: 2) == [0, 1])
     recorder.cancel()
     #expect(await eventually { exit.value != nil })

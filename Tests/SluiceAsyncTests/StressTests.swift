@@ -101,14 +101,6 @@ func report(_ line: String) {
   if ProcessInfo.processInfo.environment["SLUICE_STRESS_REPORT"] != nil { print(line) }
 }
 
-/// Resident memory of this process, in bytes (Linux: /proc/self/statm).
-func residentBytes() -> Int {
-  guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8),
-    let pages = statm.split(separator: " ").dropFirst().first.flatMap({ Int($0) })
-  else { return 0 }
-  return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
-}
-
 /// Two more subscribers on a stressed path, under the rule checker: one asks for random amounts
 /// from another thread (`drive()`) and checks each producer's order (it may miss values: it
 /// has no demand at times), one is cancelled from that thread partway through.

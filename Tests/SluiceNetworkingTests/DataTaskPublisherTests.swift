@@ -31,10 +31,10 @@ final class DataTaskPublisherTests {
       as? URLSessionDataTask
   }
 
-  /// Polls `condition` until it holds, for up to a minute (the session calls back on its own
-  /// queue; a loaded sanitizer run is slow).
+  /// Polls `condition` until it holds, for up to ten minutes: a deadline against hangs only
+  /// (the session calls back on its own queue; a loaded sanitizer run is slow).
   func eventually(_ condition: () -> Bool) async throws {
-    for _ in 0..<12_000 where !condition() { try await Task.sleep(for: .milliseconds(5)) }
+    for _ in 0..<120_000 where !condition() { try await Task.sleep(for: .milliseconds(5)) }
   }
 
   @Test func publishesTheBodyAndResponseThenFinishes() async throws {
@@ -151,6 +151,7 @@ final class DataTaskPublisherTests {
   @Test func concurrentRequestsAndCancelsStartAtMostOneTask() async throws {
     // Tasks that only cancellation ends: FoundationNetworking traps when a task is cancelled
     // while it completes through a custom `URLProtocol` (its bug, not this publisher's).
+    let session = TaskTrackingSession()
     for round in 0..<50 {
       let url = url("hang/\(round)")
       let checker = RuleChecker()
@@ -161,10 +162,13 @@ final class DataTaskPublisherTests {
         if thread == 5 { recorder.cancel() } else { recorder.request(.max(1)) }
       }
       recorder.cancel()
-      try await eventually {
-        let counts = StubProtocol.counts(for: url)
-        return counts.started == counts.stopped
-      }
+      // The counts are final once every task made for this URL has completed (a cancelled task
+      // completes after its protocol's `stopLoading`, which follows its `startLoading`). Waiting
+      // for the counts to be equal instead saw 0 = 0 before a start and its stop arrived.
+      let tasks = session.tasks(for: url)
+      #expect(tasks.count <= 1)
+      try await eventually { tasks.allSatisfy { $0.state == .completed } }
+      #expect(tasks.allSatisfy { $0.state == .completed }, "no task left suspended or running")
       let counts = StubProtocol.counts(for: url)
       #expect(counts.started <= 1)
       #expect(counts.stopped == counts.started)  // a task that started was cancelled
@@ -172,6 +176,24 @@ final class DataTaskPublisherTests {
       #expect(recorder.events.count == 1)
       #expect(checker.violations.isEmpty)
     }
+  }
+
+  /// A cancel that comes while the subscription is creating its task (here: from inside the
+  /// session's `dataTask`) stops that task: it was resumed first and is cancelled then, never
+  /// left suspended in the session (which would keep it, its handler and the subscription).
+  @Test func aCancelWhileTheTaskIsCreatedStopsIt() async throws {
+    let url = url("hang/created")
+    let recorder = RecordingSubscriber<(data: Data, response: URLResponse), URLError>(
+      initialDemand: .none)
+    let session = TaskTrackingSession(onCreate: { recorder.cancel() })
+    session.dataTaskPublisher(for: url).subscribe(recorder)
+    recorder.request(.max(1))
+    let task = try #require(session.tasks(for: url).first)
+    try await eventually { task.state == .completed }
+    #expect(task.state == .completed)
+    let counts = StubProtocol.counts(for: url)
+    #expect(counts.started == counts.stopped)
+    #expect(recorder.events.count == 1)
   }
 
   @Test func awaitedAsAnAppWould() async throws {
@@ -248,5 +270,35 @@ struct URLSessionExampleTests {
         "an unknown city fails after one retry: URLError",
         "flatMap(maxPublishers: .max(2)) over sluice.dataTaskPublisher: [\"lima\", \"cairo\", \"oslo\"]",
       ])
+  }
+}
+
+/// A session answered by ``StubProtocol`` that keeps every data task it makes (by URL) and runs
+/// `onCreate` right after making one, before returning it.
+final class TaskTrackingSession: URLSession, @unchecked Sendable {
+  // Safety: `made` is guarded by `lock`; `onCreate` is set once.
+  private let lock = NSLock()
+  private var made: [String: [URLSessionDataTask]] = [:]
+  private let onCreate: @Sendable () -> Void
+
+  init(onCreate: @escaping @Sendable () -> Void = {}) {
+    self.onCreate = onCreate
+    let configuration = URLSessionConfiguration.ephemeral
+    configuration.protocolClasses = [StubProtocol.self]
+    super.init(configuration: configuration)
+  }
+
+  func tasks(for url: URL) -> [URLSessionDataTask] {
+    lock.withLock { made[url.absoluteString] ?? [] }
+  }
+
+  override func dataTask(
+    with request: URLRequest,
+    completionHandler: @escaping @Sendable (Data?, URLResponse?, (any Error)?) -> Void
+  ) -> URLSessionDataTask {
+    let task = super.dataTask(with: request, completionHandler: completionHandler)
+    lock.withLock { made[request.url?.absoluteString ?? "", default: []].append(task) }
+    onCreate()
+    return task
   }
 }

@@ -18,9 +18,14 @@ extension Timer {
       interval: interval, tolerance: tolerance, runLoop: runLoop, mode: mode, options: options)
   }
 
-  /// A publisher that sends the current date every `interval` seconds while connected: a
-  /// Foundation `Timer` on `runLoop` in `mode`, started by `connect()` and invalidated when the
-  /// connection is cancelled.
+  /// A publisher that sends the current date every `interval` seconds while connected, on
+  /// `runLoop` in `mode`, from `connect()` until the connection is cancelled.
+  ///
+  /// The ticks are a repeating action on the run loop's one wake-up timer for `mode`
+  /// (``RunLoopWaker``), not a Foundation `Timer` per connection (swift-corelibs-foundation keeps
+  /// ~500 bytes of every repeating `Timer` invalidated); as a repeating `Timer`, it skips the
+  /// ticks the run loop missed, and treats an `interval` of zero or less as 0.1 ms. `tolerance`
+  /// lets the run loop fire a tick late by that much while it is the only action waiting there.
   ///
   /// ![Marble diagram of timer, drawn from a run](timer)
   ///
@@ -63,53 +68,35 @@ extension Timer {
       subject.receive(subscriber: subscriber)
     }
 
-    /// Starts the timer; cancel the result to stop it.
+    /// Starts the ticks; cancel the result to stop them.
     public func connect() -> any Cancellable {
-      // The block captures nothing (see `TimerConnection.running`).
-      let timer = Timer(timeInterval: interval, repeats: true, block: TimerConnection.tick)
-      timer.tolerance = tolerance ?? 0
-      let connection = TimerConnection(timer: timer, subject: subject)
-      runLoop.add(timer, forMode: mode)
-      return connection
+      let subject = self.subject
+      let interval = Swift.max(self.interval, 0.000_1)  // as Foundation's `Timer`
+      let waker = RunLoopWaker.of(runLoop, mode: mode)
+      let token = waker.add(
+        at: Date(timeIntervalSinceNow: interval), every: interval, tolerance: tolerance ?? 0
+      ) { subject.send(Date()) }
+      return TimerConnection(waker: waker, token: token)
     }
   }
 }
 
-/// A running `Timer.TimerPublisher`: cancelling invalidates the timer (once, from any thread).
+/// A running `Timer.TimerPublisher`: cancelling stops its ticks (once, from any thread).
 private final class TimerConnection: Cancellable, @unchecked Sendable {
-  // Safety: the timer is taken out of the lock once; `invalidate()` is thread-safe; `running`
-  // is in its lock.
+  // Safety: the waker is taken out of the lock once; `RunLoopWaker.cancel` is thread-safe.
+  private let waker: Lock<RunLoopWaker?>
+  private let token: Int
 
-  /// The subject of each running timer, by the timer's identity: a timer's block finds its
-  /// subject here instead of capturing it. On Linux, Foundation's block-based `Timer` is never
-  /// freed (swift-corelibs-foundation's `Timer.init(fire:interval:repeats:block:)` retains the
-  /// timer for its CoreFoundation timer's context, which has no release callback), and neither
-  /// is what its block captured: a captured subject, with the subscribers still attached, would
-  /// leak at every `connect()`. A block that captures nothing leaves only Foundation's own
-  /// objects behind. An entry lives from `connect()` to `cancel()`; the connection holds the
-  /// timer meanwhile, so no other timer can take its identity.
-  private static let running = Lock<[ObjectIdentifier: PassthroughSubject<Date, Never>]>([:])
-
-  /// A tick of `timer`: the current date to its subject, if it is still running.
-  static func tick(_ timer: Timer) {
-    running.withLock { $0[ObjectIdentifier(timer)] }?.send(Date())
-  }
-
-  private let timer: Lock<Timer?>
-
-  init(timer: Timer, subject: PassthroughSubject<Date, Never>) {
-    self.timer = Lock(timer)
-    Self.running.withLock { $0[ObjectIdentifier(timer)] = subject }
+  init(waker: RunLoopWaker, token: Int) {
+    self.waker = Lock(waker)
+    self.token = token
   }
 
   func cancel() {
-    let timer = self.timer.withLock { timer -> Timer? in
-      defer { timer = nil }
-      return timer
+    let waker = self.waker.withLock { waker -> RunLoopWaker? in
+      defer { waker = nil }
+      return waker
     }
-    guard let timer else { return }
-    let subject = Self.running.withLock { $0.removeValue(forKey: ObjectIdentifier(timer)) }
-    timer.invalidate()
-    withExtendedLifetime(subject) {}  // released after the lock
+    waker?.cancel(token)
   }
 }

@@ -23,8 +23,9 @@ protocol EmissionSource {
   /// Whether `request(.none)` traps, as it does in Combine for `Just`, `Optional` and `Result`.
   static var rejectsZeroDemand: Bool { get }
 
-  /// The subscription mirror's children, as Combine shows them for this source.
-  var reflectedChildren: [Mirror.Child] { get }
+  /// The subscription mirror's children, as Combine shows them for this source while it has
+  /// values left (`finished` false) and once it has completed or been cancelled.
+  func reflectedChildren(finished: Bool) -> [Mirror.Child]
 }
 
 /// The demand state of an ``EmissionSubscription``, as a pure state machine.
@@ -219,7 +220,8 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
   }
 
   @usableFromInline var customMirror: Mirror {
-    Mirror(self, children: describedSource.reflectedChildren)
+    let finished = state.withLock { $0.isTerminal }
+    return Mirror(self, children: describedSource.reflectedChildren(finished: finished))
   }
 
   @usableFromInline var playgroundDescription: Any { description }
@@ -227,7 +229,7 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
 
 extension EmissionSource {
   /// No children unless the source says otherwise.
-  @usableFromInline var reflectedChildren: [Mirror.Child] { [] }
+  @usableFromInline func reflectedChildren(finished: Bool) -> [Mirror.Child] { [] }
 
   /// Subscribes `downstream` to this source: an emission subscription when the source has
   /// values; otherwise `Subscriptions.empty` and the completion at once, as Combine does.
@@ -263,7 +265,9 @@ struct SingleValueSource<Output, Failure: Error, Label: SingleValueLabel>: Emiss
     return value
   }
   /// One unlabelled child, the value, as in Combine.
-  @usableFromInline var reflectedChildren: [Mirror.Child] { value.map { [(nil, $0)] } ?? [] }
+  @usableFromInline func reflectedChildren(finished: Bool) -> [Mirror.Child] {
+    value.map { [(nil, $0)] } ?? []
+  }
   @inlinable var completion: Subscribers.Completion<Failure> { .finished }
   @usableFromInline var liveDescription: String { Label.label }
   @usableFromInline static var finishedDescription: String { Label.label }

@@ -15,14 +15,16 @@ enum RelayNext<NewPublisher, Failure: Error> {
 /// upstream it moved on from, traps naming the operator (`catch`) or is ignored (`Concatenate`,
 /// `lenient`, as Combine's). `next` (and the publisher it holds) is released once used, and on
 /// `cancel()`.
+///
+/// As in Combine, the downstream's subscription, the subscriber of the first upstream
+/// (``RelayHead``) and that of the next publisher (``RelayTail``) are three objects of different
+/// types with one `combineIdentifier`, described and reflected alike. The next publisher's
+/// failure reaches the downstream through `mapTailFailure` (`tryCatch`: as `any Error`).
 @usableFromInline
 final class RelaySubscription<Upstream: Publisher, NewPublisher: Publisher, Downstream: Subscriber>:
   Subscriber, Subscription, CustomStringConvertible, CustomReflectable,
   CustomPlaygroundDisplayConvertible, @unchecked Sendable
-where
-  Upstream.Output == Downstream.Input, NewPublisher.Output == Downstream.Input,
-  NewPublisher.Failure == Downstream.Failure
-{
+where Upstream.Output == Downstream.Input, NewPublisher.Output == Downstream.Input {
   // Safety: mutable state is in `state`'s lock, and `held` and `next` are touched only inside
   // `state.withLock`; the downstream, `next` and upstreams are called after unlocking.
   @usableFromInline typealias Input = Upstream.Output
@@ -39,9 +41,12 @@ where
   @usableFromInline @exclusivity(unchecked) var next:
     ((Subscribers.Completion<Upstream.Failure>) -> RelayNext<NewPublisher, Downstream.Failure>)?
   @usableFromInline let state = Lock(RelayState())
+  /// The next publisher's failure, as the downstream's.
+  @usableFromInline let mapTailFailure: (NewPublisher.Failure) -> Downstream.Failure
 
   @inlinable init(
     _ name: StaticString, downstream: Downstream, movesOnFailure: Bool, lenient: Bool = false,
+    mapTailFailure: @escaping (NewPublisher.Failure) -> Downstream.Failure,
     next:
       @escaping (Subscribers.Completion<Upstream.Failure>) -> RelayNext<
         NewPublisher, Downstream.Failure
@@ -51,7 +56,13 @@ where
     held = downstream
     self.movesOnFailure = movesOnFailure
     self.lenient = lenient
+    self.mapTailFailure = mapTailFailure
     self.next = next
+  }
+
+  /// Subscribes the relay to `upstream`, the first publisher, through its ``RelayHead``.
+  @inlinable func subscribe(to upstream: Upstream) {
+    upstream.receive(subscriber: RelayHead(parent: self))
   }
 
   @inlinable func receive(subscription: any Subscription) {
@@ -111,7 +122,7 @@ where
 
   @inlinable func receiveTail(completion: Subscribers.Completion<NewPublisher.Failure>) {
     if case .end = state.withLock({ $0.completed(moveOn: false) }) {
-      takeDownstream()?.receive(completion: completion)
+      takeDownstream()?.receive(completion: completion.mapError(mapTailFailure))
     }
   }
 
@@ -152,15 +163,43 @@ where
   @usableFromInline var playgroundDescription: Any { description }
 }
 
+/// Subscribes a ``RelaySubscription`` to its first upstream; described and reflected as the
+/// subscription itself, with its `combineIdentifier`.
+@usableFromInline
+struct RelayHead<Upstream: Publisher, NewPublisher: Publisher, Downstream: Subscriber>: Subscriber,
+  CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible
+where Upstream.Output == Downstream.Input, NewPublisher.Output == Downstream.Input {
+  @usableFromInline typealias Input = Upstream.Output
+  @usableFromInline typealias Failure = Upstream.Failure
+
+  @usableFromInline let parent: RelaySubscription<Upstream, NewPublisher, Downstream>
+  @usableFromInline var combineIdentifier: CombineIdentifier { CombineIdentifier(parent) }
+
+  @inlinable init(parent: RelaySubscription<Upstream, NewPublisher, Downstream>) {
+    self.parent = parent
+  }
+
+  @inlinable func receive(subscription: any Subscription) {
+    parent.receive(subscription: subscription)
+  }
+  @inlinable func receive(_ input: Input) -> Subscribers.Demand {
+    parent.receive(input, fromFirst: true)
+  }
+  @inlinable func receive(completion: Subscribers.Completion<Failure>) {
+    parent.receive(completion: completion)
+  }
+
+  @usableFromInline var description: String { parent.description }
+  @usableFromInline var customMirror: Mirror { parent.customMirror }
+  @usableFromInline var playgroundDescription: Any { parent.playgroundDescription }
+}
+
 /// Subscribes a ``RelaySubscription`` to its replacement publisher; described and reflected as
-/// the subscription itself.
+/// the subscription itself, with its `combineIdentifier`.
 @usableFromInline
 struct RelayTail<Upstream: Publisher, NewPublisher: Publisher, Downstream: Subscriber>: Subscriber,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible
-where
-  Upstream.Output == Downstream.Input, NewPublisher.Output == Downstream.Input,
-  NewPublisher.Failure == Downstream.Failure
-{
+where Upstream.Output == Downstream.Input, NewPublisher.Output == Downstream.Input {
   @usableFromInline typealias Input = NewPublisher.Output
   @usableFromInline typealias Failure = NewPublisher.Failure
 

@@ -26,11 +26,14 @@ extension Publishers {
   /// **Demand**: asks the upstream for `size` values and then one per delivered value
   /// (`.keepFull`), or for `.unlimited` (`.byRequest`); the downstream gets values as it
   /// requests them, oldest first. **When full**: `whenFull` decides; `.customError` cancels the
-  /// upstream and keeps what is buffered: the downstream still gets those values as it requests
-  /// them, then the failure (as Combine). **Completion**: a finish waits until the buffer is
-  /// drained and the downstream has demand; the upstream's failure is delivered at once and
-  /// drops what is buffered, as in Combine. A completion after the first is ignored.
-  /// **Cancellation** cancels the upstream and drops the buffer.
+  /// upstream and fails the next time the downstream requests, as Combine's does: it delivers
+  /// buffered values while that demand lasts, then the failure, dropping what is left (a
+  /// subscriber that requests `.max(3)` of a full buffer of 5 gets 3 values and the failure).
+  /// Nothing is asked of the upstream it cancelled (Combine's `.keepFull` still sends it the
+  /// refill). **Completion**: a finish waits until the buffer is drained and the downstream has
+  /// demand; the upstream's failure is delivered at once and drops what is buffered, as in
+  /// Combine. A completion after the first is ignored. **Cancellation** cancels the upstream and
+  /// drops the buffer.
   public struct Buffer<Upstream: Publisher>: Publisher {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
@@ -84,11 +87,11 @@ extension Publisher {
 /// | event | subscribed, idle | subscribed, delivering | terminal |
 /// |---|---|---|---|
 /// | value, room | buffer it; drain | buffer it | drop |
-/// | value, full | dropNewest: drop it; dropOldest: drop the oldest, buffer it; customError: remember the failure behind the buffer, cancel the upstream; drain | same (the deliverer drains) | drop |
+/// | value, full | dropNewest: drop it; dropOldest: drop the oldest, buffer it; customError: remember the failure, cancel the upstream (drain only if there is demand) | same (the deliverer drains) | drop |
 /// | finish | remember it; drain | remember it | drop |
 /// | failure | drop the buffer; deliver it | the deliverer delivers it | drop |
 /// | a completion after one was remembered | ignore | ignore | drop |
-/// | drain | while demand and values: deliver the oldest; then, once empty, a remembered failure, or a remembered finish when demand > 0 | — | — |
+/// | drain | a remembered failure once the values or the demand run out (what is left is dropped); else while demand and values: deliver the oldest; then, once empty, a remembered finish when demand > 0 | — | — |
 /// | `request(n)` | demand +n; drain; keepFull: ask the upstream for one per value delivered | demand +n | ignore |
 /// | `cancel()` | terminal; drop the buffer; cancel the upstream | same | nothing |
 @usableFromInline
@@ -190,7 +193,11 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
         case .customError(let makeError):
           state.completion = .failure(makeError())
           let upstream = state.upstream.take()
-          guard !state.delivering else { return .overflowed(upstream, drain: false) }
+          // As Combine's, the failure waits for demand to run out in a drain: the next request
+          // (or the deliverer's current run) delivers what it covers, then the failure.
+          guard !state.delivering, state.demand > 0 else {
+            return .overflowed(upstream, drain: false)
+          }
           state.delivering = true
           return .overflowed(upstream, drain: true)
         }
@@ -280,7 +287,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
           state.delivering = false
           return .stop(refill: 0, upstream: nil)
         }
-        if case .failure = state.completion, state.values.isEmpty {
+        if case .failure = state.completion, state.values.isEmpty || state.demand == 0 {
+          state.values.removeAll()
           state.terminal = true
           state.delivering = false
           state.downstream = nil

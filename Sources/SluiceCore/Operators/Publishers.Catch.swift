@@ -29,15 +29,15 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let handler = self.handler
-      upstream.receive(
-        subscriber: RelaySubscription<Upstream, NewPublisher, S>(
-          "Catch", downstream: subscriber, movesOnFailure: true,
-          next: { completion in
-            switch completion {
-            case .finished: .end(.finished)
-            case .failure(let error): .subscribe(handler(error))
-            }
-          }))
+      RelaySubscription<Upstream, NewPublisher, S>(
+        "Catch", downstream: subscriber, movesOnFailure: true, mapTailFailure: { $0 },
+        next: { completion in
+          switch completion {
+          case .finished: .end(.finished)
+          case .failure(let error): .subscribe(handler(error))
+          }
+        }
+      ).subscribe(to: upstream)
     }
   }
 
@@ -69,19 +69,21 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let handler = self.handler
-      upstream.receive(
-        subscriber: RelaySubscription<Upstream, Publishers.MapError<NewPublisher, any Error>, S>(
-          "TryCatch", downstream: subscriber, movesOnFailure: true,
-          next: { completion in
-            switch completion {
-            case .finished: .end(.finished)
-            case .failure(let error):
-              switch attempt({ try handler(error).mapError(anyError) }) {
-              case .success(let publisher): .subscribe(publisher)
-              case .failure(let error): .end(.failure(error))
-              }
+      // The new publisher is subscribed to directly (its subscriber is described "TryCatch",
+      // as in Combine); its failure reaches the downstream as `any Error`.
+      RelaySubscription<Upstream, NewPublisher, S>(
+        "TryCatch", downstream: subscriber, movesOnFailure: true, mapTailFailure: anyError,
+        next: { completion in
+          switch completion {
+          case .finished: .end(.finished)
+          case .failure(let error):
+            switch attempt({ try handler(error) }) {
+            case .success(let publisher): .subscribe(publisher)
+            case .failure(let error): .end(.failure(error))
             }
-          }))
+          }
+        }
+      ).subscribe(to: upstream)
     }
   }
 }

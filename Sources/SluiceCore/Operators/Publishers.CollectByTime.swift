@@ -13,11 +13,13 @@ extension Publishers {
   ///
   /// ![Marble diagram: collect(.byTime(scheduler, .seconds(3)))](collect-byTime)
   ///
-  /// **Demand**: `.byTime` asks the upstream for one value at the subscription, one more per
-  /// value it receives and one more per request of the downstream, as Combine's;
-  /// `.byTimeOrCount` asks for `count` values per array the downstream requests. **Timing**: a repeating timer of `interval`,
-  /// started at the subscription, publishes what was collected since the last array (nothing
-  /// when nothing arrived); `.byTimeOrCount` also publishes as soon as `count` values are in.
+  /// **Demand**: `.byTime` asks the upstream for one value per request of the downstream and
+  /// one more per value it receives, as Combine's (a subscriber that requests once inside
+  /// `receive(subscription:)` and then takes 100 values makes 101 requests of one value);
+  /// `.byTimeOrCount` asks for `count` values per array the downstream requests. **Timing**: a
+  /// repeating timer of `interval`, started at the subscription, publishes what was collected
+  /// since the last array (nothing when nothing arrived); `.byTimeOrCount` also publishes as
+  /// soon as `count` values are in.
   /// An array that finds no demand waits (and keeps collecting) until the downstream requests.
   /// **Completion**: a finish publishes what is left (once there is demand), then finishes; a
   /// failure is delivered at once and drops what was collected. **Cancellation** cancels the
@@ -173,8 +175,9 @@ where Downstream.Input == [Input] {
       return nil
     }
     stale?.cancel()
+    // Nothing is asked of the upstream here: the downstream's requests do that (asking here
+    // too made two requests where Combine makes one).
     delivery.downstream?.receive(subscription: self)
-    if count == nil { subscription.request(.max(1)) }
   }
 
   @inlinable

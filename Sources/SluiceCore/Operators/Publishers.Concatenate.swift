@@ -32,15 +32,16 @@ extension Publishers {
     public func receive<S: Subscriber>(subscriber: S)
     where Output == S.Input, Failure == S.Failure {
       let suffix = self.suffix
-      prefix.receive(
-        subscriber: RelaySubscription<Prefix, Suffix, S>(
-          "Concatenate", downstream: subscriber, movesOnFailure: false, lenient: true,
-          next: { completion in
-            switch completion {
-            case .finished: .subscribe(suffix)
-            case .failure(let error): .end(.failure(error))
-            }
-          }))
+      RelaySubscription<Prefix, Suffix, S>(
+        "Concatenate", downstream: subscriber, movesOnFailure: false, lenient: true,
+        mapTailFailure: { $0 },
+        next: { completion in
+          switch completion {
+          case .finished: .subscribe(suffix)
+          case .failure(let error): .end(.failure(error))
+          }
+        }
+      ).subscribe(to: prefix)
     }
   }
 }

@@ -4,7 +4,8 @@ extension Publishers {
   ///
   /// ![Marble diagram: handleEvents(receiveOutput: { log($0) })](handleEvents)
   ///
-  /// **Demand**: passed upstream unchanged (`receiveRequest` sees each request).
+  /// **Demand**: passed upstream unchanged; `receiveRequest` sees each request, and, as in
+  /// Combine, the demand a subscriber returns from `receive(_:)` when it is not zero.
   /// **Ordering**: each closure runs just before its event is passed on, on the thread of the
   /// event. **Cancellation**: `receiveCancel` runs, then the upstream is cancelled.
   public struct HandleEvents<Upstream: Publisher>: Publisher {
@@ -49,7 +50,7 @@ extension Publishers {
           "HandleEvents", downstream: subscriber,
           hooks: EventHooks(
             subscription: receiveSubscription, value: receiveOutput,
-            returnedDemand: nil, completion: receiveCompletion, cancel: receiveCancel,
+            returnedDemand: receiveRequest, completion: receiveCompletion, cancel: receiveCancel,
             request: receiveRequest)))
     }
   }

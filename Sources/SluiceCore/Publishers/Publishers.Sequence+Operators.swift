@@ -371,13 +371,16 @@ extension Publishers.Sequence where Elements: RangeReplaceableCollection {
     Publishers.Sequence(sequence: elements + sequence)
   }
 
-  /// `publisher`'s elements, then this sequence's, built with the collection's own `+`.
+  /// `publisher`'s elements, then this sequence's: this sequence's elements appended to (a copy
+  /// of) `publisher`'s collection, as Combine builds it (not a new collection from both).
   ///
   /// ![Marble diagram: prepend("x", "y")](prepend)
   public func prepend(
     _ publisher: Publishers.Sequence<Elements, Failure>
   ) -> Publishers.Sequence<Elements, Failure> {
-    prepend(publisher.sequence)
+    var elements = publisher.sequence
+    elements.append(contentsOf: sequence)
+    return Publishers.Sequence(sequence: elements)
   }
 
   /// This sequence's elements, then `elements`, built with the collection's own `+`.

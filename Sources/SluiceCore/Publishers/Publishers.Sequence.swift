@@ -58,6 +58,9 @@ struct SequenceSource<Elements: Sequence, Failure: Error>: EmissionSource {
   @inlinable var completion: Subscribers.Completion<Failure> { .finished }
   @usableFromInline var liveDescription: String { String(describing: sequence) }
   @usableFromInline static var finishedDescription: String { "Sequence" }
-  @usableFromInline var reflectedChildren: [Mirror.Child] { [("sequence", sequence)] }
+  /// Combine's child: the sequence, an empty array once the subscription has ended.
+  @usableFromInline func reflectedChildren(finished: Bool) -> [Mirror.Child] {
+    [("sequence", finished ? [Elements.Element]() as Any : sequence)]
+  }
   @inlinable static var rejectsZeroDemand: Bool { false }
 }

@@ -127,5 +127,10 @@ struct RecordSource<Output, Failure: Error>: EmissionSource {
 
   @usableFromInline var liveDescription: String { String(describing: output) }
   @usableFromInline static var finishedDescription: String { "Cancelled Events" }
+  /// Combine's children: the recorded values (an empty array once the subscription has ended)
+  /// and the completion.
+  @usableFromInline func reflectedChildren(finished: Bool) -> [Mirror.Child] {
+    [("sequence", finished ? [] : output), ("completion", completion)]
+  }
   @usableFromInline static var rejectsZeroDemand: Bool { false }
 }

@@ -4,7 +4,10 @@ extension Subscribers {
   ///
   /// **Demand**: `.unlimited` on subscription. **Ordering**: each value is assigned on the
   /// publisher's thread as it arrives. **Cancellation**: `cancel()` or completion cancels or ends
-  /// the subscription and releases `object`, which the subscriber holds strongly until then.
+  /// the subscription and releases `object`, which the subscriber holds strongly until then. A
+  /// completion that arrives before any subscription is ignored, as in Combine (the object is
+  /// kept and a later subscription is accepted); a `cancel()` before it is honoured (Combine
+  /// ignores that too): the object is released and a later subscription cancelled.
   public final class Assign<Root, Input>: Subscriber, Cancellable, CustomStringConvertible,
     CustomReflectable, CustomPlaygroundDisplayConvertible, @unchecked Sendable
   {
@@ -43,7 +46,7 @@ extension Subscribers {
     }
 
     public func receive(completion: Subscribers.Completion<Never>) {
-      withExtendedLifetime(box.payloadForCompletion()) {}
+      withExtendedLifetime(box.payloadForCompletion(beforeSubscription: false)) {}
     }
 
     public func cancel() { box.cancel() }

@@ -36,19 +36,37 @@ struct BufferTests {
     #expect(recorder.completion == .finished)
   }
 
-  @Test func aFullBufferKeepsItsValuesThenFailsWithTheCustomError() {
+  /// Issue 40: as Combine's, the custom error is delivered once the demand of the request that
+  /// follows the overflow runs out, and what is left in the buffer is dropped.
+  @Test(arguments: [Publishers.PrefetchStrategy.byRequest, .keepFull])
+  func aFullBufferFailsWithTheCustomErrorWhenTheDemandRunsOut(
+    prefetch: Publishers.PrefetchStrategy
+  ) {
+    let upstream = TestPublisher<Int, TestError>()
+    let recorder = RecordingSubscriber<Int, TestError>(initialDemand: .none)
+    upstream.buffer(size: 5, prefetch: prefetch, whenFull: .customError { TestError(code: 9) })
+      .subscribe(recorder)
+    for value in 0..<10 { upstream.send(value) }  // 5 overflows; 6… come after the cancel
+    #expect(upstream.subscriptions[0].isCancelled, "the overflow cancels the upstream at once")
+    #expect(recorder.completion == nil, "the failure waits for a request")
+    recorder.request(.max(3))
+    #expect(recorder.values == [0, 1, 2])
+    #expect(recorder.completion == .failure(TestError(code: 9)), "3 and 4 are dropped")
+    recorder.request(.max(1))
+    #expect(recorder.values == [0, 1, 2])
+    // Nothing more reaches the upstream it cancelled (Combine's keepFull sends it the refill).
+    let first: Subscribers.Demand = prefetch == .keepFull ? .max(5) : .unlimited
+    #expect(upstream.subscriptions[0].requests == [first])
+  }
+
+  @Test func aFullBufferWithEnoughDemandDeliversItsValuesThenTheCustomError() {
     let upstream = TestPublisher<Int, TestError>()
     let recorder = RecordingSubscriber<Int, TestError>(initialDemand: .none)
     upstream.buffer(size: 2, prefetch: .byRequest, whenFull: .customError { TestError(code: 9) })
       .subscribe(recorder)
     for value in 1...3 { upstream.send(value) }  // 3 overflows
-    #expect(upstream.subscriptions[0].isCancelled, "the overflow cancels the upstream at once")
-    #expect(recorder.completion == nil, "the failure waits behind the buffered values")
     upstream.send(4)  // after the cancel: ignored
-    recorder.request(.max(1))
-    #expect(recorder.values == [1])
-    #expect(recorder.completion == nil)
-    recorder.request(.max(1))
+    recorder.request(.max(5))
     #expect(recorder.values == [1, 2])
     #expect(recorder.completion == .failure(TestError(code: 9)))
   }

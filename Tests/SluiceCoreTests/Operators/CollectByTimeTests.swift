@@ -12,9 +12,9 @@ struct CollectByTimeTests {
     let recorder = RecordingSubscriber<[Int], Never>()
     source.collect(.byTime(scheduler, .seconds(1))).subscribe(recorder)
     #expect(String(describing: try #require(recorder.subscription)) == "CollectByTime")
-    // As Combine: one value at the subscription, one per request of the downstream (here its
-    // first, .unlimited), and one more per value received (the returned demand).
-    #expect(source.subscriptions[0].requests == [.max(1), .max(1)])
+    // As Combine: one value per request of the downstream (here its first, .unlimited), and one
+    // more per value received (the returned demand).
+    #expect(source.subscriptions[0].requests == [.max(1)])
     source.send(1)
     source.send(2)
     scheduler.advance(by: .seconds(1))
@@ -70,10 +70,30 @@ struct CollectByTimeTests {
     source.collect(.byTime(scheduler, .seconds(1))).subscribe(recorder)
     let log = RequestLog()
     source.send(subscription: log)
-    #expect(log.requests == [.max(1)], "one value at the subscription, not .unlimited")
-    #expect(source.send(1) == .max(1), "one more per value")
+    #expect(log.requests == [], "nothing before the downstream asks")
     recorder.request(.max(2))
-    #expect(log.requests == [.max(1), .max(1)], "and one more per request of the downstream")
+    #expect(log.requests == [.max(1)], "one value per request of the downstream, not .unlimited")
+    #expect(source.send(1) == .max(1), "one more per value")
+    recorder.request(.max(1))
+    #expect(log.requests == [.max(1), .max(1)])
     recorder.cancel()
+  }
+
+  /// Issue 40: a subscriber that requests inside `receive(subscription:)` gets one request of
+  /// one value upstream for it and one per value, as in Combine — 101 for 100 values (the
+  /// subscription itself asked once more: 102).
+  @Test func aRequestInsideReceiveSubscriptionAsksTheUpstreamOnce() {
+    let scheduler = DispatchQueue.test
+    let source = TestPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<[Int], Never>(initialDemand: .unlimited)
+    source.collect(.byTime(scheduler, .seconds(1))).subscribe(recorder)
+    for value in 1...100 { source.send(value) }
+    let upstream = source.subscriptions[0]
+    #expect(upstream.requests == [.max(1)])
+    // The request and one per value (returned from `receive(_:)`): 101 values asked for.
+    #expect(upstream.totalDemand == .max(101))
+    scheduler.advance(by: .seconds(1))
+    #expect(recorder.values == [Array(1...100)])
+    recorder.cancel()  // ends the subscription the test started (and the timer it scheduled)
   }
 }

@@ -65,4 +65,23 @@ struct FoundationPublisherTests {
     #expect(timer.interval == 0.01)
     recorder.cancel()
   }
+
+  /// The ticks run in the mode the publisher was made for, also a mode of the caller's own (the
+  /// run loop's one wake-up timer for that mode re-arms in it after each tick).
+  @Test func theTimerTicksInACustomMode() {
+    let runLoop = RunLoop.current
+    let mode = RunLoop.Mode("sluice.custom")
+    let recorder = RecordingSubscriber<Date, Never>()
+    Timer.publish(every: 0.005, on: runLoop, in: mode).autoconnect().subscribe(recorder)
+    let deadline = Date().addingTimeInterval(600)
+    while recorder.values.count < 5, Date() < deadline {
+      _ = runLoop.run(mode: mode, before: Date().addingTimeInterval(0.05))
+    }
+    #expect(recorder.values.count >= 5)
+    _ = runLoop.run(mode: .default, before: Date().addingTimeInterval(0.05))
+    let ticked = recorder.values.count
+    _ = runLoop.run(mode: .default, before: Date().addingTimeInterval(0.05))
+    #expect(recorder.values.count == ticked, "not in another mode")
+    recorder.cancel()
+  }
 }

@@ -138,6 +138,7 @@ struct SchedulingOperatorTests {
         weakRecorder = recorder
         subject.receive(on: queue).subscribe(recorder)
         weakSubscription = recorder.subscription.map { $0 as AnyObject }
+        #expect(weakSubscription != nil, "the release check below would pass vacuously")
         for value in 0..<100 { subject.send(value) }
         #expect(await recorder.waitForValues(count: 100) == Array(0..<100))
         if ending == "cancel" {

@@ -1,5 +1,6 @@
 import Foundation
 import SluiceTestSupport
+import SluiceTesting
 import Synchronization
 import Testing
 
@@ -64,5 +65,30 @@ struct RunLoopWakeTests {
     #expect(received.withLock { $0 } == Array(0..<1_000))
     sink.cancel()
     sleeping.stop()
+  }
+
+  /// Documented difference (README): a run loop keeps Sluice's wake-up timer for that mode once
+  /// it has been scheduled on, so the mode is never empty again — `run(mode:before:)` waits for
+  /// its date instead of returning `false` at once. (Combine's one-shot timers leave the run
+  /// loop when they fire; swift-corelibs-foundation keeps ~350 bytes of each.)
+  @Test("a run loop once scheduled on keeps its wake-up timer: the mode is not empty again")
+  func aRunLoopKeepsItsWakeUpTimer() {
+    let results = Box<[Bool]>([])
+    let done = DispatchSemaphore(value: 0)
+    Thread.detachNewThread {
+      let runLoop = RunLoop.current
+      let empty = runLoop.run(mode: .default, before: Date(timeIntervalSinceNow: 0.01))
+      let ran = Box<Bool>(false)
+      runLoop.schedule(after: .init(Date())) { ran.set(true) }
+      let deadline = Date(timeIntervalSinceNow: 600)
+      while ran.value != true, Date() < deadline {
+        _ = runLoop.run(mode: .default, before: Date(timeIntervalSinceNow: 0.05))
+      }
+      let afterwards = runLoop.run(mode: .default, before: Date(timeIntervalSinceNow: 0.01))
+      results.set([empty, ran.value == true, afterwards])
+      done.signal()
+    }
+    #expect(done.wait(timeout: .now() + 600) == .success)
+    #expect(results.value == [false, true, true], "[empty at first, ran, not empty afterwards]")
   }
 }

@@ -159,6 +159,33 @@ struct AssignTests {
     #expect(weakModel == nil)
   }
 
+  /// Issue 40: as in Combine, a completion before any subscription is ignored — the object is
+  /// kept and a subscription that follows is served.
+  @Test func aCompletionBeforeTheSubscriptionIsIgnored() {
+    let model = Model()
+    let assign = Subscribers.Assign(object: model, keyPath: \.value)
+    assign.receive(completion: .finished)
+    #expect(assign.object === model)
+    let subscription = TestSubscription()
+    assign.receive(subscription: subscription)
+    #expect(subscription.requests == [.unlimited])
+    #expect(assign.receive(7) == .none)
+    #expect(model.value == 7)
+  }
+
+  /// README, "Where Sluice differs": a `cancel()` before the subscription is honoured (Combine
+  /// forgets it and keeps the object).
+  @Test func aCancelBeforeTheSubscriptionIsHonoured() {
+    let model = Model()
+    let assign = Subscribers.Assign(object: model, keyPath: \.value)
+    assign.cancel()
+    #expect(assign.object == nil)
+    let subscription = TestSubscription()
+    assign.receive(subscription: subscription)
+    #expect(subscription.isCancelled)
+    #expect(subscription.requests == [])
+  }
+
   @Test func description() {
     let assign = Subscribers.Assign(object: Model(), keyPath: \.value)
     #expect(assign.description == "Assign Model.")

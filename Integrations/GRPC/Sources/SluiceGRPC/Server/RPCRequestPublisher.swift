@@ -1,0 +1,97 @@
+import GRPCCore
+import Sluice
+import Synchronization
+
+/// The request stream of a client-streaming or bidirectional RPC, on the server, as a publisher
+/// whose subscriber's demand drives `next()` on the stream (`request.publisher`).
+///
+/// ```swift
+/// func square(request: StreamingServerRequest<Tick>, context: ServerContext) async throws
+///   -> StreamingServerResponse<Tick>
+/// {
+///   StreamingServerResponse(publishing: request.publisher.map { Tick(value: $0.value * $0.value) })
+/// }
+/// ```
+///
+/// **Demand**: one unit of demand is taken before each `next()` on the request stream; while
+/// the subscriber has none nothing is read, the stream's HTTP/2 window closes, and the client's
+/// writer suspends. **In flight**, at most: the server's HTTP/2 stream window
+/// (`HTTP2ServerTransport.Config.HTTP2.targetWindowSize`, 64 KiB by default) twice over, plus
+/// what the client holds. **Ordering**: the client's, each message once. **Completion**:
+/// `.finished` when the client closes its request stream; `.failure` with the stream's
+/// `RPCError` (the client cancelled or went away, a message over the server's
+/// `maxRequestPayloadSize` is `.resourceExhausted`). **Cancellation**: `cancel()` stops
+/// reading; the RPC goes on until the handler's response ends it.
+///
+/// gRPC lets a request stream be read once, while the handler runs: one subscriber, subscribed
+/// before the handler's response ends. A second subscription to the same publisher fails with
+/// `.failedPrecondition` instead of reading the stream twice.
+public struct RPCRequestPublisher<Message: Sendable>: Publisher, Sendable {
+  public typealias Output = Message
+  public typealias Failure = RPCError
+
+  /// The request stream.
+  public let messages: RPCAsyncSequence<Message, any Error>
+  @usableFromInline let claim = Claim()
+
+  /// The publisher of `messages`.
+  public init(_ messages: RPCAsyncSequence<Message, any Error>) {
+    self.messages = messages
+  }
+
+  @inlinable
+  public func receive<S: Subscriber>(subscriber: S)
+  where S.Input == Message, S.Failure == RPCError {
+    guard claim.take() else {
+      Fail(
+        error: RPCError(
+          code: .failedPrecondition,
+          message: "The request stream of an RPC can be read once: subscribe to its publisher once."
+        )
+      ).receive(subscriber: subscriber)
+      return
+    }
+    let messages = messages
+    subscriber.receive(
+      subscription: RPCPullSubscription(
+        description: "RPCRequestPublisher", downstream: subscriber,
+        errorMapping: RPCErrorMapping.requestStream.map,
+        body: { feed in
+          var iterator = messages.makeAsyncIterator()
+          while await feed.demand() {
+            guard let message = try await iterator.next(isolation: nil) else { return }
+            guard feed.deliver(message) else { return }
+          }
+        }))
+  }
+
+  /// Whether the publisher was subscribed to; shared by its copies.
+  @usableFromInline
+  final class Claim: Sendable {
+    @usableFromInline let taken = Atomic(false)
+    @usableFromInline init() {}
+    /// `true` the first time.
+    @inlinable func take() -> Bool { !taken.exchange(true, ordering: .acquiringAndReleasing) }
+  }
+}
+
+extension StreamingServerRequest {
+  /// The request stream as a publisher whose subscriber's demand drives `next()` on it: see
+  /// ``RPCRequestPublisher``. Subscribe to it once.
+  public var publisher: RPCRequestPublisher<Message> {
+    RPCRequestPublisher(messages)
+  }
+}
+
+extension RPCErrorMapping {
+  /// How the request stream's errors reach a server's subscriber.
+  @usableFromInline static let requestStream = RPCErrorMapping { error in
+    switch error {
+    case let error as RPCError: error
+    case let error as any RPCErrorConvertible: RPCError(error)
+    case is CancellationError:
+      RPCError(code: .cancelled, message: "Reading the request stream was cancelled.")
+    default: RPCError(code: .unknown, message: "The request stream failed.", cause: error)
+    }
+  }
+}
