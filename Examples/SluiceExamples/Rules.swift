@@ -19,9 +19,11 @@ import SluiceTesting
 
   // A hand-driven publisher that ignores demand is caught at once.
   let careless = TestPublisher<Int, Never>()
-  careless.checkingRules(checker).subscribe(RecordingSubscriber<Int, Never>(initialDemand: .max(1)))
+  let carelessRecorder = RecordingSubscriber<Int, Never>(initialDemand: .max(1))
+  careless.checkingRules(checker).subscribe(carelessRecorder)
   careless.send(1)
   careless.send(2)
+  carelessRecorder.cancel()
   lines += checker.violations.map(\.description)
 
   // The rule fuzzer drives an operator with scripts generated from seeds (requests, cancels,

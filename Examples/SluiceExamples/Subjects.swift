@@ -24,6 +24,7 @@ import SluiceTesting
   status.value = "ready"  // ...and this too
   watcher.request(.max(1))  // ...but the next request delivers the latest value
   lines.append("CurrentValueSubject subscriber saw \(watcher.values)")
+  watcher.cancel()  // a subscription lasts until it is cancelled or completes
 
   // A subscriber that clamps the value from inside `receive`: its `value = 10` is queued behind
   // the value being delivered, so every subscriber sees the values in one order and ends on 10.

@@ -97,6 +97,30 @@ public struct RuleFuzzer: Sendable {
     return RuleFuzzReport(scripts: scripts, failure: nil)
   }
 
+  /// The problems of one given script, empty when every rule held: a script decoded from a
+  /// coverage-guided fuzzer's input (``FuzzScript/init(bytes:maxThreads:maxSteps:)``) or kept
+  /// by a regression test. A script with several lanes runs up to ``attempts`` times.
+  ///
+  /// ```swift
+  /// let script = FuzzScript(lanes: [[.request(.max(1)), .send(0), .cancel]])
+  /// #expect(RuleFuzzer(seeds: 0..<1).problems(of: script) { upstream, _ in upstream.prefix(1) } == [])
+  /// ```
+  public func problems<P: Publisher>(
+    of script: FuzzScript, _ make: (FuzzUpstream, FuzzToken) -> P
+  ) -> [String] {
+    failures(of: script, make) ?? []
+  }
+
+  /// The smallest script found that still fails, shrunk from a failing `script` as ``check(_:)``
+  /// shrinks a generated one, with its problems; `nil` if `script` passes.
+  public func minimalFailure<P: Publisher>(
+    of script: FuzzScript, _ make: (FuzzUpstream, FuzzToken) -> P
+  ) -> (script: FuzzScript, problems: [String])? {
+    guard let problems = failures(of: script, make) else { return nil }
+    let (minimal, minimalProblems) = shrink(script, problems, make)
+    return (minimal, minimalProblems)
+  }
+
   /// The problems of `script` (run up to `attempts` times if it has several lanes), or `nil`.
   func failures<P: Publisher>(
     of script: FuzzScript, _ make: (FuzzUpstream, FuzzToken) -> P
@@ -241,6 +265,42 @@ public struct FuzzScript: Sendable, CustomStringConvertible {
     self.lanes = lanes.filter { !$0.isEmpty }
   }
 
+  /// The script `bytes` spell, for a coverage-guided fuzzer: the first byte chooses the
+  /// number of lanes (1…`maxThreads`), then each step takes one byte — its lane (high nibble)
+  /// and its kind (low nibble, in the proportions of a seeded script) — and a request or a
+  /// demand returned from `receive(_:)` one more for the demand. Values are sent numbered
+  /// 0, 1, 2, … At most `maxSteps` steps; bytes left over are ignored, and missing ones end
+  /// the script, so every input is a script and a small change of input a small change of
+  /// script.
+  public init(bytes: some Sequence<UInt8>, maxThreads: Int = 8, maxSteps: Int = 64) {
+    var input = bytes.makeIterator()
+    let threads = 1 + Int(input.next() ?? 0) % max(1, maxThreads)
+    var lanes = Array(repeating: [FuzzStep](), count: threads)
+    var value = 0
+    func demand(_ byte: UInt8?) -> Subscribers.Demand {
+      guard let byte else { return .max(1) }
+      return byte % 8 == 7 ? .unlimited : .max(1 + Int(byte % 8))
+    }
+    for _ in 0..<max(1, maxSteps) {
+      guard let byte = input.next() else { break }
+      let lane = Int(byte >> 4) % threads
+      let step: FuzzStep
+      switch byte & 0x0F {
+      case 0..<4: step = .request(demand(input.next()))
+      case 4..<10:
+        step = .send(value)
+        value += 1
+      case 10: step = .returnDemand((input.next() ?? 0) % 2 == 0 ? .none : .max(1))
+      case 11: step = .requestFromReceive(demand(input.next()))
+      case 12, 13: step = .cancel
+      case 14: step = .finish
+      default: step = .fail
+      }
+      lanes[lane].append(step)
+    }
+    self.lanes = lanes.filter { !$0.isEmpty }
+  }
+
   /// The number of steps in every lane.
   public var stepCount: Int { lanes.reduce(0) { $0 + $1.count } }
 
@@ -256,9 +316,10 @@ public struct FuzzScript: Sendable, CustomStringConvertible {
 /// subscribers that have demand for it (it keeps the rules itself), one signal at a time, and
 /// records whether each of its subscriptions ended.
 public final class FuzzUpstream: Publisher, @unchecked Sendable {
-  // Safety: the state is in `state`'s lock; signals are sent while holding `delivering`, a
-  // recursive lock, so they are serial even when lanes send at once (a subscriber may request
-  // or cancel from inside `receive`, which takes only `state`).
+  // Safety: the list of subscriptions is in `subscriptions`' lock and each subscription's state
+  // in its own; signals are sent while holding `delivering`, a recursive lock, so they are
+  // serial even when lanes send at once (a subscriber may request or cancel from inside
+  // `receive`, which takes only the subscription's lock).
   public typealias Output = Int
 
   /// The upstream's failure.
@@ -267,41 +328,60 @@ public final class FuzzUpstream: Publisher, @unchecked Sendable {
     public init() {}
   }
 
+  /// One subscriber's subscription. It holds no reference to the upstream (the upstream holds
+  /// it, to send and to count open subscriptions), and lets go of its subscriber when it ends,
+  /// so nothing of a run outlives it.
   final class Subscription: SluiceCore.Subscription, @unchecked Sendable {
-    // Safety: mutable state is only touched inside the upstream's `state` lock.
-    let upstream: FuzzUpstream
-    var subscriber: AnySubscriber<Int, Failure>?
-    var demand = Subscribers.Demand.none
-    var ended = false
+    // Safety: mutable state is only touched inside `state`'s lock.
+    struct State {
+      var subscriber: AnySubscriber<Int, Failure>?
+      var demand = Subscribers.Demand.none
+      var ended = false
+    }
 
-    init(upstream: FuzzUpstream, subscriber: AnySubscriber<Int, Failure>) {
-      self.upstream = upstream
-      self.subscriber = subscriber
+    let state: Lock<State>
+
+    init(subscriber: AnySubscriber<Int, Failure>) {
+      state = Lock(State(subscriber: subscriber))
     }
 
     func request(_ demand: Subscribers.Demand) {
-      upstream.state.withLock { _ in if !ended { self.demand += demand } }
+      state.withLock { state in if !state.ended { state.demand += demand } }
     }
 
-    func cancel() {
-      let released = upstream.state.withLock { _ -> AnySubscriber<Int, Failure>? in
-        ended = true
-        defer { subscriber = nil }
+    func cancel() { withExtendedLifetime(end()) {} }
+
+    /// Ends the subscription; returns the subscriber it let go of (`nil` if it had ended), to
+    /// be released (or completed) after unlocking.
+    func end() -> AnySubscriber<Int, Failure>? {
+      state.withLock { state in
+        state.ended = true
+        defer { state.subscriber = nil }
+        return state.subscriber
+      }
+    }
+
+    /// The subscriber, if the subscription is open and has demand for a value (which it uses).
+    func takeDemand() -> AnySubscriber<Int, Failure>? {
+      state.withLock { state in
+        guard !state.ended, state.demand > 0, let subscriber = state.subscriber else { return nil }
+        state.demand -= 1
         return subscriber
       }
-      withExtendedLifetime(released) {}
     }
+
+    var isEnded: Bool { state.withLock { $0.ended } }
   }
 
-  let state = Lock<[Subscription]>([])
+  let subscriptions = Lock<[Subscription]>([])
   let delivering = NSRecursiveLock()
 
   /// An upstream with no subscribers yet.
   public init() {}
 
   public func receive<S: Subscriber>(subscriber: S) where S.Input == Int, S.Failure == Failure {
-    let subscription = Subscription(upstream: self, subscriber: AnySubscriber(subscriber))
-    state.withLock { $0.append(subscription) }
+    let subscription = Subscription(subscriber: AnySubscriber(subscriber))
+    subscriptions.withLock { $0.append(subscription) }
     subscriber.receive(subscription: subscription)
   }
 
@@ -309,17 +389,12 @@ public final class FuzzUpstream: Publisher, @unchecked Sendable {
   public func send(_ value: Int) {
     delivering.lock()
     defer { delivering.unlock() }
-    let targets = state.withLock { subscriptions in
-      subscriptions.compactMap { subscription -> (Subscription, AnySubscriber<Int, Failure>)? in
-        guard !subscription.ended, subscription.demand > 0, let subscriber = subscription.subscriber
-        else { return nil }
-        subscription.demand -= 1
-        return (subscription, subscriber)
-      }
+    let targets = subscriptions.withLock { $0 }.compactMap { subscription in
+      subscription.takeDemand().map { (subscription, $0) }
     }
     for (subscription, subscriber) in targets {
       let more = subscriber.receive(value)
-      if more > 0 { state.withLock { _ in if !subscription.ended { subscription.demand += more } } }
+      if more > 0 { subscription.request(more) }
     }
   }
 
@@ -327,19 +402,20 @@ public final class FuzzUpstream: Publisher, @unchecked Sendable {
   public func send(completion: Subscribers.Completion<Failure>) {
     delivering.lock()
     defer { delivering.unlock() }
-    let targets = state.withLock { subscriptions in
-      subscriptions.compactMap { subscription -> AnySubscriber<Int, Failure>? in
-        guard !subscription.ended else { return nil }
-        subscription.ended = true
-        defer { subscription.subscriber = nil }
-        return subscription.subscriber
-      }
-    }
+    let targets = subscriptions.withLock { $0 }.compactMap { $0.end() }
     for subscriber in targets { subscriber.receive(completion: completion) }
   }
 
   /// How many of the subscriptions have not ended (neither cancelled nor completed).
-  var openSubscriptions: Int { state.withLock { $0.filter { !$0.ended }.count } }
+  var openSubscriptions: Int { subscriptions.withLock { $0 }.filter { !$0.isEnded }.count }
+
+  /// Finishes every subscription still open and lets go of its subscriber: the end of a run,
+  /// after its checks. A publisher that keeps its upstream on purpose (a subject fed by this
+  /// upstream) or a broken operator that ignores `cancel()` keeps a subscription open, and it
+  /// and its subscriber would otherwise keep each other alive after the run.
+  func finishOpenSubscriptions() {
+    send(completion: .finished)
+  }
 }
 
 /// The subscriber of a fuzzing run: requests, returns demand and cancels as the script says.
@@ -456,6 +532,8 @@ enum FuzzRun {
       subscriberKept = weakSubscriber != nil
       closuresKept = checksUpstream && weakToken != nil
     }
+    // After the checks: nothing of the run outlives it.
+    defer { upstream.finishOpenSubscriptions() }
     var problems = checker.violations.map(\.description)
     if upstreamOpen {
       problems.append(

@@ -43,6 +43,7 @@ struct AsyncMapTests {
     recorder.request(.unlimited)
     #expect(await eventually { upstream.subscriptions[0].outstandingDemand == .max(4) })
     #expect(String(describing: recorder.subscription!) == "AsyncMap")
+    recorder.cancel()
   }
 
   @Test func cancellingCancelsTheRunningTasksAtOnce() async {

@@ -89,6 +89,8 @@ struct AsyncPublisherRuleTests {
     #expect(received.value == [publisher.expected[0]])
     #expect(recorder.completion == nil)
     #expect(checker.violations.isEmpty, "\(checker.violations)")
+    subscription.update { $0 = nil }  // the box, captured by the recorder, holds the subscription
+    recorder.cancel()
   }
 
   @Test("concurrent request() and cancel() from many threads", arguments: AsyncCase.all)
@@ -110,6 +112,7 @@ struct AsyncPublisherRuleTests {
       let values = recorder.values
       #expect(values == Array(publisher.expected.prefix(values.count)))
       #expect(checker.violations.isEmpty, "\(checker.violations)")
+      recorder.cancel()  // the recorder still holds the subscription cancelled behind its back
     }
   }
 

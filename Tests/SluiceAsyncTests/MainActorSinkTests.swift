@@ -14,18 +14,22 @@ struct MainActorSinkTests {
     var viaMainQueue: [String] = []
     var cancellables: [AnyCancellable] = []
 
+    /// The closures hold the model weakly, as a model's own subscriptions must: the model holds
+    /// them (`cancellables`), so a strong capture would keep both alive for good.
     func start(_ queries: PassthroughSubject<String, Never>) {
       cancellables.append(
         queries.map { $0.uppercased() }.sink(
           isolatedTo: MainActor.shared,
-          receiveCompletion: { _, _ in self.completed = true },
-          receiveValue: { _, found in self.results.append(found) }))
+          receiveCompletion: { [weak self] _, _ in self?.completed = true },
+          receiveValue: { [weak self] _, found in self?.results.append(found) }))
       cancellables.append(
-        queries.receive(on: ActorScheduler(MainActor.shared)).sink {
-          self.viaScheduler.append($0)
+        queries.receive(on: ActorScheduler(MainActor.shared)).sink { [weak self] in
+          self?.viaScheduler.append($0)
         })
       cancellables.append(
-        queries.receive(on: DispatchQueue.main).sink { self.viaMainQueue.append($0) })
+        queries.receive(on: DispatchQueue.main).sink { [weak self] in
+          self?.viaMainQueue.append($0)
+        })
     }
   }
 

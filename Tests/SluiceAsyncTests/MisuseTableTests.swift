@@ -147,6 +147,7 @@ struct MisuseTableTests {
     Misbehaving(valueFirst: false).append(Empty<Int, Never>(completeImmediately: false))
       .subscribe(concatenated)
     #expect(concatenated.completion == nil, "the suffix is subscribed once; the rest ignored")
+    concatenated.cancel()  // the suffix never completes
     let recorder = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
     Misbehaving(valueFirst: false).map { $0 }.subscribe(recorder)
     #expect(
@@ -167,6 +168,7 @@ struct MisuseTableTests {
     #expect(!first.isCancelled)
     #expect(recorder.subscriptionCount == 1)
     #expect(first.requests == [.max(2)])  // dropFirst(1) asks for the one it drops too
+    recorder.cancel()
   }
 
   @Test("request after cancel is ignored")
@@ -259,6 +261,8 @@ struct MisuseTableTests {
     (1...3).publisher.subscribe(cold)
     #expect(cold.values.isEmpty)
     #expect(cold.completion == nil)
+    idle.cancel()
+    cold.cancel()
   }
 
   @Test("retry(0) passes the first failure on; a negative count retries without limit")

@@ -12,8 +12,12 @@ import URLSessionExamples
 
 /// `URLSession.DataTaskPublisher`, against real `URLSession` tasks answered by ``StubProtocol``.
 @Suite("URLSession.DataTaskPublisher", .onThreadsOfTheirOwn)
-struct DataTaskPublisherTests {
+final class DataTaskPublisherTests {
   let session = StubProtocol.session()
+
+  /// A session lives until it is invalidated (it and its tasks keep each other): each test's
+  /// goes with the test.
+  deinit { session.invalidateAndCancel() }
 
   func url(_ path: String) -> URL { URL(string: "stub://test.\(UUID().uuidString)/\(path)")! }
 

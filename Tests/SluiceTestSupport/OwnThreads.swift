@@ -15,12 +15,32 @@ import Synchronization
 package func onThreadOfItsOwn<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T {
   let result = HandedOver<T>()
   await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-    Thread.detachNewThread {
+    detachThread {
       result.set(body())
+    } then: {
       continuation.resume()
     }
   }
   return result.take()
+}
+
+/// Starts a thread that runs `body`, lets go of it, and then runs `then`.
+///
+/// A thread's closure is released only when the thread object goes, after the thread ended: had
+/// it held `body` (and everything `body` captured) until then, the caller woken by `then` could
+/// finish — the test, or the whole test process — while the thread still held the test's
+/// objects (the leak checker then found objects alive at exit).
+package func detachThread(
+  _ body: @escaping @Sendable () -> Void, then: @escaping @Sendable () -> Void
+) {
+  let handOff = HandedOver<@Sendable () -> Void>(body)
+  Thread.detachNewThread {
+    do {
+      let body = handOff.take()
+      body()
+    }
+    then()
+  }
 }
 
 /// A value handed from one thread to another under an `NSLock`.
@@ -29,8 +49,16 @@ private final class HandedOver<T>: @unchecked Sendable {
   private let lock = NSLock()
   private var value: T?
 
+  init(_ value: T? = nil) { self.value = value }
+
   func set(_ newValue: T) { lock.withLock { value = newValue } }
-  func take() -> T { lock.withLock { value! } }
+  /// The value, which this object lets go of.
+  func take() -> T {
+    lock.withLock {
+      defer { value = nil }
+      return value!
+    }
+  }
 }
 
 /// Runs `body(i)` for every `i` in `0..<iterations` on threads of their own — up to eight at
@@ -61,10 +89,7 @@ package func runConcurrently(_ iterations: Int, _ body: @escaping @Sendable (Int
   let helpers = min(iterations, 8) - 1
   let done = DispatchSemaphore(value: 0)
   for _ in 0..<max(0, helpers) {
-    Thread.detachNewThread {
-      work()
-      done.signal()
-    }
+    detachThread(work) { done.signal() }
   }
   work()
   for _ in 0..<max(0, helpers) { done.wait() }
@@ -87,10 +112,11 @@ package func allReturn(
     // from their first call instead of the first thread being done before the last starts.
     let ready = NextIndex()
     for index in 0..<threads {
-      Thread.detachNewThread {
+      detachThread {
         ready.counter.add(1, ordering: .acquiringAndReleasing)
         while ready.counter.load(ordering: .acquiring) < threads { sched_yield() }
         body(index)
+      } then: {
         done.signal()
       }
     }

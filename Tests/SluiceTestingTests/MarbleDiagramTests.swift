@@ -71,10 +71,14 @@ struct MarbleDiagramTests {
     let input = try scheduler.coldPublisher("-a-b|", values: values)
     let output = scheduler.recordMarbles(input, ticks: 6, demand: .max(1))
     let row = MarbleDiagram.Row("input", publisher: input)
+    // `b` never reached the subscriber (no demand for it); the recording stopped at tick 6
+    // with the input still open, so the recorder cancelled it there (it leaves nothing
+    // subscribed behind) — the input's log shows that, the recording's own `cancelledAt` does
+    // not (no cancel was asked for).
     #expect(
       row.events == [
         .init(tick: 0, mark: .subscribed), .init(tick: 0, mark: .requested(.max(1))),
-        .init(tick: 1, mark: .value("1")),
+        .init(tick: 1, mark: .value("1")), .init(tick: 6, mark: .cancelled),
       ])
     #expect(output.demand == .max(1))
     #expect(output.cancelledAt == nil)

@@ -49,6 +49,34 @@ struct MarbleTests {
     }
   }
 
+  // Found by the marble fuzz target (Fuzz/, input d6 99 d6 2e): a diagram starting with a
+  // combining mark parsed, and drawn under a label the mark joined the label's padding.
+  @Test(arguments: [
+    ("\u{599}\u{FFFD}.", 1, "the value U+599 joins the character next to it"),
+    ("-\u{600}", 2, "the value U+600 joins the character next to it"),
+    ("-\r \n|", 4, "the value U+A joins the value at position 2 (U+D)"),
+    ("a(🇦)🇧", 5, "the value U+1F1E7 joins the value at position 3 (U+1F1E6)"),
+    ("\u{1100} \u{1161}", 3, "the value U+1161 joins the value at position 1 (U+1100)"),
+  ])
+  func aValueThatWouldJoinItsNeighbourWhenDrawnIsAnError(
+    diagram: String, position: Int, reason: String
+  ) {
+    #expect {
+      try Marbles(diagram)
+    } throws: { error in
+      let error = error as? MarbleSyntaxError
+      return error?.position == position && error?.reason.hasPrefix(reason) == true
+    }
+  }
+
+  @Test func valuesThatStandAloneDrawAsTheyWereWritten() throws {
+    let diagram = try Marbles("-e\u{301}-가(각🇫🇷)-🇦-🇧 a|")
+    #expect(diagram.events.map(\.event.symbol) == ["e\u{301}", "가", "각", "🇫🇷", "🇦", "🇧", "a", "|"])
+    #expect(try Marbles(diagram.description) == diagram)
+    let lines = Marbles.aligned([("in", diagram), ("later", diagram.shifted(by: 2))])
+    #expect(try Marbles(String(lines[0].dropFirst(7))) == diagram)
+  }
+
   @Test func theErrorShowsACaretUnderTheMistake() {
     let error = MarbleSyntaxError(
       diagram: "-a-(b", position: 4, reason: "the group opened here is never closed")

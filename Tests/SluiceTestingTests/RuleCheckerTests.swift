@@ -24,6 +24,7 @@ struct RuleCheckerTests {
     upstream.send(2)
     #expect(checker.violations.map(\.rule) == [.moreValuesThanDemanded])
     #expect(checker.violations.first?.description.contains("more values than demanded") == true)
+    recorder.cancel()
   }
 
   @Test func signalsAfterCompletionAndCompletingTwice() {
@@ -71,6 +72,7 @@ struct RuleCheckerTests {
     BrokenStart().checkingRules(checker).subscribe(recorder)
     #expect(
       checker.violations.map(\.rule) == [.signalBeforeSubscription, .subscribedTwice])
+    recorder.cancel()
   }
 
   @Test func concurrentSignalsAreDetected() {
@@ -91,15 +93,18 @@ struct RuleCheckerTests {
     subject.send(1)
     #expect(recorder.values == [1, 2, 3])
     #expect(checker.violations.isEmpty)
+    recorder.cancel()
   }
 
   @Test func onViolationIsCalledAsItHappens() {
     let seen = SeenRules()
     let checker = RuleChecker { seen.append($0.rule) }
     let upstream = TestPublisher<Int, Never>()
-    upstream.checkingRules(checker).subscribe(RecordingSubscriber<Int, Never>(initialDemand: .none))
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .none)
+    upstream.checkingRules(checker).subscribe(recorder)
     upstream.send(1)
     #expect(seen.rules == [.moreValuesThanDemanded])
+    recorder.cancel()
   }
 }
 

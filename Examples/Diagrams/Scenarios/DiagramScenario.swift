@@ -55,7 +55,9 @@ public struct DiagramScenario: Sendable {
     let lab = Lab()
     try draw(lab)
     lab.run(ticks: ticks)
-    return lab.diagram(title, caption: caption, endTick: endTick)
+    let diagram = lab.diagram(title, caption: caption, endTick: endTick)
+    lab.end()
+    return diagram
   }
 
   /// The files of the picture, names and contents: light, and `~dark` (DocC picks the one

@@ -216,6 +216,21 @@ public final class Lab: @unchecked Sendable {
     }
   }
 
+  /// Ends what the run left open, once it is drawn: every observer's subscription (not
+  /// recorded: the picture is taken), the connections and sinks kept, then the tasks those ends
+  /// wake. A subscription and its subscriber keep each other until one of them ends it, so a
+  /// lab that skipped this would leave its pipelines (subjects, connections, notification
+  /// observers) behind for good.
+  public func end() {
+    for observer in observers { observer.end() }
+    let kept = keptLock.withLock {
+      defer { self.kept = [] }
+      return self.kept
+    }
+    for cancellable in kept { cancellable.cancel() }
+    StepExecutor.runUntilIdle()
+  }
+
   /// The drawing of the run.
   public func diagram(_ title: String, caption: String = "", endTick: Int? = nil)
     -> MarbleDiagram

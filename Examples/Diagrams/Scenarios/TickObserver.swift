@@ -22,6 +22,9 @@ class Observer: @unchecked Sendable {
 
   var row: MarbleDiagram.Row { MarbleDiagram.Row(label, events: events.withLock { $0 }) }
   var isDone: Bool { events.withLock { $0.contains { $0.mark.isTerminal } } }
+
+  /// Ends the subscription, if still open, without recording it (the run is over).
+  func end() {}
 }
 
 /// Records every signal at its tick; asks for its demand when it subscribes and for more when
@@ -71,5 +74,13 @@ final class TickObserver<Input, Failure: Error>: Observer, Subscriber, @unchecke
     guard let subscription = lock.withLock({ upstream }) else { return }
     record(.cancelled)
     subscription.cancel()
+  }
+
+  override func end() {
+    let subscription = lock.withLock {
+      defer { upstream = nil }
+      return upstream
+    }
+    subscription?.cancel()
   }
 }

@@ -10,7 +10,9 @@ extension Publishers {
   /// time, in order, even on a scheduler that runs actions concurrently. **Cancellation**: the
   /// downstream is released at once and receives nothing more; the upstream is cancelled in a
   /// scheduled action. A cancel made before the upstream subscription arrives is honoured when it
-  /// does.
+  /// does. Once the upstream completes, its subscription and the downstream are both released
+  /// (so a subscription that keeps its subscriber, such as `share()`'s, cannot keep the pair
+  /// alive).
   public struct SubscribeOn<Upstream: Publisher, Context: Scheduler>: Publisher {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
@@ -46,7 +48,7 @@ extension Publishers {
 /// | event | awaiting | subscribed | terminal |
 /// |---|---|---|---|
 /// | subscription `s` | subscribed; hand self downstream | cancel `s` | cancel `s` (an early cancel) |
-/// | value / completion | drop | pass downstream (completion: terminal) | drop |
+/// | value / completion | drop | pass downstream (completion: terminal, release both sides) | drop |
 /// | `request(n)` | ignore | queue a request, schedule an action | ignore |
 /// | `cancel()` | terminal | terminal; queue the cancel, schedule an action | nothing |
 /// | action runs | — | perform the oldest queued request or cancel upstream (another thread performing: leave it to that thread, which hands it back to the scheduler after a batch) | same |
@@ -87,7 +89,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
     @inlinable
     init(downstream: Downstream) { self.downstream = downstream }
-    /// Kept until the queued cancel reached it.
+    /// Kept until the queued cancel reached it, or the upstream completed.
     @usableFromInline
     var upstream: (any Subscription)?
     @usableFromInline
@@ -134,13 +136,19 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
-    let downstream = state.withLock { state -> Downstream? in
-      guard case .subscribed = state.phase else { return nil }
+    // The upstream completed: its subscription is released with the downstream (a queued
+    // request finds no upstream and is dropped).
+    let (downstream, upstream) = state.withLock {
+      state -> (Downstream?, (any Subscription)?) in
+      guard case .subscribed = state.phase else { return (nil, nil) }
       state.phase = .terminal
-      defer { state.downstream = nil }
-      return state.downstream
+      defer {
+        state.downstream = nil
+        state.upstream = nil
+      }
+      return (state.downstream, state.upstream)
     }
-    downstream?.receive(completion: completion)
+    withExtendedLifetime(upstream) { downstream?.receive(completion: completion) }
   }
 
   @inlinable

@@ -15,6 +15,11 @@
 /// at tick 6 and the completion at tick 7. Without `^`, the first character is tick 0. Nothing
 /// may follow a completion or a failure except `-` and spaces.
 ///
+/// A value must stay one character wherever the diagram is drawn again (``description``,
+/// ``aligned(_:)``): a character that would join its neighbour there — a combining mark with
+/// nothing before it, a prefix mark, or two values that run together once the spaces between
+/// them are gone (`"\r \n"`, a lone Hangul jamo, two regional indicators) — is a syntax error.
+///
 /// ```swift
 /// let diagram = try Marbles("-a-(bc)|")
 /// diagram.frames   // [tick 1: a], [tick 3: b, c], [tick 4: |]
@@ -86,7 +91,8 @@ public struct Marbles: Sendable, Hashable, CustomStringConvertible {
   ///
   /// - Throws: ``MarbleSyntaxError`` naming the position of the first mistake: a group never
   ///   closed or closed twice, an empty or nested group, `-` or `^` inside a group, a second
-  ///   `^`, or an event after the completion.
+  ///   `^`, an event after the completion, or a value that would not stay one character when
+  ///   drawn again.
   public init(_ diagram: String) throws(MarbleSyntaxError) {
     var parser = MarbleParser(diagram: diagram)
     for (offset, character) in diagram.enumerated() {
@@ -185,6 +191,9 @@ private struct MarbleParser {
   var subscription: (tick: Int, position: Int)?
   /// The position of the `|` or `#`, once read.
   var completionPosition: Int?
+  /// The last value read and its position, while nothing drawn (`-` or a symbol) has come
+  /// after it: the next value may be drawn right after it.
+  var lastValue: (name: Character, position: Int)?
 
   init(diagram: String) { self.diagram = diagram }
 
@@ -208,6 +217,7 @@ private struct MarbleParser {
     case "-":
       if let group { throw error(position, "'-' inside the group opened at \(group.position)") }
       tick += 1
+      lastValue = nil
     default:
       try event(character, at: position)
     }
@@ -233,12 +243,45 @@ private struct MarbleParser {
       if let group { throw error(position, "'^' inside the group opened at \(group.position)") }
       subscription = (tick, position)
     }
+    if case .value(let name) = event {
+      try checkStandsAlone(name, at: position)
+      lastValue = (name, position)
+    } else {
+      lastValue = nil
+    }
     if event.isCompletion { completionPosition = position }
     if group != nil {
       group?.events.append(event)
     } else {
       frames.append(Marbles.Frame(tick: tick, events: [event]))
       tick += 1
+    }
+  }
+
+  /// Checks that value `name` stays one character when drawn again: after a space (a column's
+  /// padding, a label), before one, and after the value before it once the spaces between them
+  /// are gone. Grapheme clusters depend on their neighbours, so a character read here may not
+  /// be one there.
+  func checkStandsAlone(_ name: Character, at position: Int) throws(MarbleSyntaxError) {
+    func scalars(_ character: Character) -> String {
+      character.unicodeScalars.map { "U+" + String($0.value, radix: 16, uppercase: true) }
+        .joined(separator: " ")
+    }
+    if (" " + String(name)).count != 2 || (String(name) + " ").count != 2 {
+      throw error(
+        position,
+        "the value \(scalars(name)) joins the character next to it when the diagram is drawn "
+          + "(a combining or prefix mark on its own); name values with characters that stand "
+          + "alone")
+    }
+    if let (previous, previousPosition) = lastValue,
+      (String(previous) + String(name)).count != 2
+    {
+      throw error(
+        position,
+        "the value \(scalars(name)) joins the value at position \(previousPosition) "
+          + "(\(scalars(previous))) into one character when the diagram is drawn; put '-' "
+          + "between them or name them differently")
     }
   }
 

@@ -13,6 +13,11 @@ extension TestScheduler {
   ///   - demand: what the recorder requests when it subscribes (`.unlimited` by default); it
   ///     asks for nothing more.
   ///   - cancelAtTick: cancels the subscription after that tick's signals.
+  ///
+  /// When the recording stops before the publisher completed, the recorder cancels its
+  /// subscription (at the last tick recorded, which a ``MarblePublisher``'s log shows), so that
+  /// nothing of the pipeline outlives the recording: a subscription and its subscriber keep
+  /// each other until one of them ends it.
   public func recordMarbles<P: Publisher>(
     _ publisher: P, tick: SchedulerTimeType.Stride = .seconds(1), ticks: Int? = nil,
     demand: Subscribers.Demand = .unlimited, cancelAtTick: Int? = nil
@@ -37,6 +42,7 @@ extension TestScheduler {
       clock.advance(current)
       if cancelAtTick == current, recorder.cancel() { cancelledAt = current }
     }
+    recorder.cancel()  // the recording is over (a no-op after a completion or an earlier cancel)
     let signals = recorder.state.withLock { $0.signals }
     return MarbleRecording(
       signals: signals, endTick: max(current + 1, (signals.last?.tick ?? -1) + 1), demand: demand,

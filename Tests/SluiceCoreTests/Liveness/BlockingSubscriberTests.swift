@@ -26,7 +26,9 @@ struct BlockingSubscriberTests {
     var cancellable: AnyCancellable?
 
     init(timeout: Int) {
-      cancellable = subject.sink { [self] value in
+      // Weakly: `self` holds the sink, which holds the closure.
+      cancellable = subject.sink { [weak self] value in
+        guard let self else { return }
         received.withLock { $0.append(value) }
         guard value == 0 else { return }
         entered.signal()

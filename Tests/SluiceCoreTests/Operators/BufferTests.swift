@@ -18,6 +18,7 @@ struct BufferTests {
     upstream.send(5)
     recorder.request(.max(5))
     #expect(recorder.values == [1, 2, 3, 5])
+    recorder.cancel()
   }
 
   @Test func byRequestAsksForEverythingAndDropOldestKeepsTheNewest() {
@@ -101,6 +102,7 @@ struct BufferTests {
     #expect(
       Mirror(reflecting: subscription).children.map(\.label)
         == ["values", "state", "downstreamDemand", "terminal"])
+    recorder.cancel()
   }
 
   @Test func aSizeBelowOneTraps() async {

@@ -43,6 +43,7 @@ struct CollectByTimeTests {
     #expect(recorder.values == [[1, 2], [3]], "no demand: the array waits")
     recorder.request(.max(1))
     #expect(recorder.values == [[1, 2], [3], [4]])
+    recorder.cancel()
   }
 
   @Test func aFailureDropsWhatWasCollected() {
@@ -75,6 +76,7 @@ struct CollectByTimeTests {
     #expect(source.send(1) == .max(1), "one more per value")
     recorder.request(.max(1))
     #expect(log.requests == [.max(1), .max(1)])
+    recorder.cancel()
   }
 
   /// Issue 40: a subscriber that requests inside `receive(subscription:)` gets one request of
@@ -92,5 +94,6 @@ struct CollectByTimeTests {
     #expect(upstream.totalDemand == .max(101))
     scheduler.advance(by: .seconds(1))
     #expect(recorder.values == [Array(1...100)])
+    recorder.cancel()  // ends the subscription the test started (and the timer it scheduled)
   }
 }

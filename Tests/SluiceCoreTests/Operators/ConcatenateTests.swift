@@ -65,6 +65,7 @@ struct ConcatenateTests {
     #expect(mirrorLabels(subscription) == [])
     #expect(String(describing: suffix.subscriberObject!) == "Concatenate")
     #expect(Just(1).append(Just(2)) == Just(1).append(Just(2)))
+    recorder.cancel()
   }
 
   @Test func aValueBeyondTheDemandAndASecondCompletionAreIgnoredAsCombine() {

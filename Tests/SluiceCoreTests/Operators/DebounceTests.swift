@@ -31,6 +31,7 @@ struct DebounceTests {
     scheduler.advance(by: .seconds(1))
     #expect(recorder.values == [3, 4])
     #expect(scheduler.pendingActionCount == 0, "fired timers are cancelled")
+    recorder.cancel()
   }
 
   @Test func aBurstKeepsOneTimerAndReArmsItForTheLastValue() {
@@ -61,6 +62,7 @@ struct DebounceTests {
     source.send(12)
     scheduler.advance(by: .milliseconds(300))
     #expect(recorder.values == [10, 12])
+    recorder.cancel()
   }
 
   @Test func onTheImmediateSchedulerEveryValueIsDueAtOnce() {
@@ -99,6 +101,7 @@ struct DebounceTests {
     source.send(3)
     scheduler.advance(by: .seconds(1))
     #expect(recorder.values == [1, 3])
+    recorder.cancel()
   }
 
   @Test func completionIsScheduledAndAWaitingValueIsDroppedAsInCombine() {
@@ -145,5 +148,6 @@ struct DebounceTests {
     #expect(values.count == 2)
     #expect(values.last == -1, "one burst, one value, then the sentinel")
     #expect(checker.violations.isEmpty, "\(checker.violations)")
+    recorder.cancel()
   }
 }

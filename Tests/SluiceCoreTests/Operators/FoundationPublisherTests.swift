@@ -41,6 +41,7 @@ struct FoundationPublisherTests {
     }
     #expect(recorder.values.count == 2_000)
     #expect(checker.violations.isEmpty, "\(checker.violations)")
+    recorder.cancel()
   }
 
   @Test func theTimerTicksWhileConnected() throws {
@@ -62,6 +63,7 @@ struct FoundationPublisherTests {
     runLoop.run(until: Date().addingTimeInterval(0.05))
     #expect(recorder.values.count == ticks.count, "no tick after the connection is cancelled")
     #expect(timer.interval == 0.01)
+    recorder.cancel()
   }
 
   /// The ticks run in the mode the publisher was made for, also a mode of the caller's own (the

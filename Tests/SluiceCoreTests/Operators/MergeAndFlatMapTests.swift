@@ -25,6 +25,7 @@ struct MergeAndFlatMapTests {
     recorder.request(.unlimited)
     #expect(a.subscriptions[0].requests.last == .unlimited)
     #expect(b.subscriptions[0].requests.last == .unlimited)
+    recorder.cancel()
   }
 
   @Test func mergeFinishesWhenAllFinishAndFailsAtTheFirstFailure() {
@@ -64,6 +65,7 @@ struct MergeAndFlatMapTests {
       #expect(values.filter { $0 / 10_000 == producer }.map { $0 % 10_000 } == Array(0..<1_000))
     }
     #expect(checker.violations.isEmpty, "\(checker.violations)")
+    recorder.cancel()
   }
 
   @Test func flatMapRequestsMaxPublishersAndOneMoreWhenAnInnerFinishes() throws {
@@ -118,5 +120,7 @@ struct MergeAndFlatMapTests {
     let both = RecordingSubscriber<Int, TestError>()
     PassthroughSubject<Int, TestError>().flatMap { Just($0) }.subscribe(both)
     #expect(failing.values == [1])
+    failing.cancel()
+    both.cancel()
   }
 }

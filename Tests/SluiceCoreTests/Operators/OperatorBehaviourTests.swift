@@ -187,6 +187,7 @@ struct OperatorBehaviourTests {
     for value in 1...5 { source.send(value) }
     #expect(try #require(source.subscriptions.first).requests == [.max(5)])
     #expect(recorder.values == [4, 5])
+    recorder.cancel()
   }
 
   @Test("collect(n) asks n values per array and publishes the partial last one")
@@ -297,6 +298,7 @@ struct OperatorBehaviourTests {
     }
     #expect(lines.filter { $0 == "p: request max: (1)" }.count == 400)
     #expect(try #require(source.subscriptions.first).requests.count == 400)
+    recorder.cancel()
   }
 
   @Test("encode and decode round-trip through JSON")
@@ -333,16 +335,19 @@ struct OperatorBehaviourTests {
     ]
     for (name, apply) in cases {
       let source = TestPublisher<Int, TestError>()
-      apply(source).subscribeRecording()
+      let recorder = apply(source).subscribeRecording()
       #expect(source.subscriberDescriptions == [name])
+      recorder.cancel()
     }
   }
 }
 
 extension Publisher {
-  /// Subscribes a sink-like recorder of any output (for description checks).
-  func subscribeRecording() {
-    subscribe(RecordingSubscriber<Output, Failure>(initialDemand: .none))
+  /// Subscribes a sink-like recorder of any output (for description checks); cancel it when done.
+  func subscribeRecording() -> any Cancellable {
+    let recorder = RecordingSubscriber<Output, Failure>(initialDemand: .none)
+    subscribe(recorder)
+    return recorder
   }
 }
 

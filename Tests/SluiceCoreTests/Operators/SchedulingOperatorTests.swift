@@ -121,6 +121,7 @@ struct SchedulingOperatorTests {
       #expect(own == Array(0..<perProducer), "producer \(producer)'s order")
     }
     #expect(checker.violations.isEmpty, "\(checker.violations)")
+    recorder.cancel()
   }
 
   @Test("receive(on: DispatchQueue) releases subscription and downstream when cancelled or done")
@@ -190,6 +191,31 @@ struct SchedulingOperatorTests {
     #expect(recorder.values == [1], "nothing after cancel")
   }
 
+  // Found by the pipeline fuzz target (Fuzz/, `share → subscribe(on:)` with an upstream that
+  // finishes): subscribe(on:) kept its upstream's subscription after the completion, and
+  // share()'s subscription keeps its subscriber, so the pair (and the subject, the connection,
+  // the source's subscription and any closure upstream) outlived the pipeline.
+  @Test("subscribe(on:) releases its upstream's subscription when the upstream completes")
+  func subscribeOnReleasesTheUpstreamWhenItCompletes() {
+    for failing in [false, true] {
+      weak var weakSource: AnyObject?
+      weak var weakSubscription: AnyObject?
+      let recorder = RecordingSubscriber<Int, TestError>(initialDemand: .max(1))
+      do {
+        let source = PassthroughSubject<Int, TestError>()
+        weakSource = source
+        source.share().subscribe(on: ImmediateScheduler.shared).subscribe(recorder)
+        weakSubscription = recorder.subscription.map { $0 as AnyObject }
+        source.send(1)
+        source.send(completion: failing ? .failure(TestError()) : .finished)
+      }
+      #expect(recorder.values == [1])
+      #expect(recorder.completion != nil)
+      #expect(weakSubscription == nil, "subscribe(on:)'s subscription outlived the completion")
+      #expect(weakSource == nil, "share()'s subject and source outlived the completion")
+    }
+  }
+
   @Test func subscribeOnHonoursACancelMadeBeforeTheUpstreamSubscribed() {
     let scheduler = DispatchQueue.test
     let source = TestPublisher<Int, Never>()
@@ -211,5 +237,6 @@ struct SchedulingOperatorTests {
     await concurrently(64) { _ in subscription.value.request(.max(1)) }
     while source.subscriptions.first?.requests.count != 64 { await Task.yield() }
     #expect(source.subscriptions[0].totalDemand == .max(64))
+    recorder.cancel()
   }
 }

@@ -28,14 +28,16 @@ struct ShareTests {
     let third = RecordingSubscriber<Int, Never>()
     shared.subscribe(third)
     #expect(upstream.subscriptions.count == 2, "a later subscriber connects again")
+    third.cancel()
   }
 
   @Test func aSharedFutureRunsItsWorkOnce() {
     var runs = 0
+    let scheduler = DispatchQueue.test
     let shared = Deferred {
       runs += 1
       return Just(42)
-    }.delay(for: .seconds(1), scheduler: DispatchQueue.test).share()
+    }.delay(for: .seconds(1), scheduler: scheduler).share()
     let a = RecordingSubscriber<Int, Never>()
     let b = RecordingSubscriber<Int, Never>()
     shared.subscribe(a)
@@ -44,6 +46,11 @@ struct ShareTests {
     #expect(shared == shared)
     let other = Deferred { Just(1) }.delay(for: .seconds(1), scheduler: DispatchQueue.test).share()
     #expect(shared != other)
+    a.cancel()
+    b.cancel()
+    // The delayed value is still scheduled, holding the delay's subscription, which holds the
+    // scheduler: let the scheduler run it out.
+    scheduler.run()
   }
 
   @Test func aSubscriberWithoutDemandMissesWhatOthersReceive() {
@@ -82,5 +89,7 @@ struct ShareTests {
     upstream.send(completion: .finished)
     #expect(second.completion == .finished)
     connection.cancel()
+    first.cancel()
+    upstream.release()
   }
 }

@@ -23,6 +23,7 @@ struct SwitchToLatestTests {
     recorder.request(.max(1))
     #expect(second.subscriptions[0].requests == [.max(2), .max(1)])
     #expect(recorder.values == [1, 2])
+    recorder.cancel()
   }
 
   @Test func finishesOnceTheUpstreamAndTheCurrentInnerHaveFinished() {
@@ -73,6 +74,8 @@ struct SwitchToLatestTests {
     failing.map { Just($0 * 2) }.switchToLatest().subscribe(doubled)
     failing.send(21)
     #expect(doubled.values == [42])
+    results.cancel()
+    doubled.cancel()
   }
 
   @Test func aValueBeyondTheDemandTraps() async {

@@ -98,6 +98,7 @@ struct ThrottleTimeoutMeasureTests {
     source.send(2)
     #expect(recorder.values == [.milliseconds(250), .seconds(2)])
     #expect(source.subscriptions[0].requests == [.max(1), .max(1), .max(1)])
+    recorder.cancel()
   }
 
   @Test func theTimeoutIsDeliveredInsideTheTimersActionAsCombine() {

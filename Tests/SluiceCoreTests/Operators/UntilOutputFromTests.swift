@@ -115,6 +115,7 @@ struct UntilOutputFromTests {
     _ = dropTrigger.send(())  // ignored: values are still dropped
     dropUpstream.send(1)
     #expect(dropped.values == [])
+    dropped.cancel()
   }
 
   @Test func prefixIgnoresAnUpstreamCompletionBeforeItsSubscription() {
@@ -126,6 +127,7 @@ struct UntilOutputFromTests {
     #expect(recorder.events.isEmpty, "no completion to a downstream without a subscription")
     upstream.send(subscription: Subscriptions.empty)
     #expect(recorder.events == [.subscription("PrefixUntilOutput")])
+    recorder.cancel()
   }
 
   @Test func nothingIsCancelledThatHasJustCompleted() {

@@ -26,6 +26,7 @@ struct ZipAndCombineLatestTests {
     recorder.request(.max(3))
     #expect(a.subscriptions[0].requests == [.max(2), .max(3)])
     #expect(b.subscriptions[0].requests == [.max(2), .max(3)])
+    recorder.cancel()
   }
 
   @Test func zipHoldsValuesBeyondTheDemandUntilRequested() {
@@ -41,6 +42,7 @@ struct ZipAndCombineLatestTests {
     #expect(recorder.values == [101])
     recorder.request(.max(1))
     #expect(recorder.values == [101, 202])
+    recorder.cancel()
   }
 
   @Test func zipReturnsRequestsMadeDuringADeliveryToTheSideThatCompletedThePair() {
@@ -55,6 +57,7 @@ struct ZipAndCombineLatestTests {
     #expect(a.subscriptions[0].requests == [.max(1), .max(1)])
     #expect(b.subscriptions[0].requests == [.max(1)])
     #expect(b.subscriptions[0].totalDemand == .max(2))
+    recorder.cancel()
   }
 
   @Test func zipFinishesWhenAFinishedUpstreamHasNothingLeftToPair() {
@@ -117,6 +120,7 @@ struct ZipAndCombineLatestTests {
     let subscription = TestSubscription()
     late.send(subscription: subscription)
     #expect(subscription.requests == [.max(5)])
+    recorder.cancel()
   }
 
   @Test func describedAndReflectedAsCombine() throws {
@@ -137,6 +141,8 @@ struct ZipAndCombineLatestTests {
     #expect(
       Publishers.CombineLatest3(Just(1), Just(2), Just(3))
         != Publishers.CombineLatest3(Just(1), Just(2), Just(4)))
+    recorder.cancel()
+    latest.cancel()
   }
 
   // MARK: combineLatest
@@ -153,6 +159,7 @@ struct ZipAndCombineLatestTests {
     a.send(3)
     b.send("b")
     #expect(recorder.values == ["2a", "3a", "3b"])
+    recorder.cancel()
   }
 
   @Test func combineLatestDropsCombinationsThatFindNoDemand() {
@@ -170,6 +177,7 @@ struct ZipAndCombineLatestTests {
     #expect(b.subscriptions[0].requests == [.max(1), .max(1)])
     b.send(20)
     #expect(recorder.values == [11, 22])
+    recorder.cancel()
   }
 
   @Test func combineLatestFinishesWhenEveryUpstreamHasFinished() {
@@ -200,6 +208,7 @@ struct ZipAndCombineLatestTests {
     a.send(1)
     b.send(10)
     #expect(recorder.values == [11, 12])
+    recorder.cancel()
   }
 
   @Test func combiningOperatorsKeepSignalsSerialUnderConcurrentUpstreams() async {
@@ -217,6 +226,8 @@ struct ZipAndCombineLatestTests {
     #expect(values == (0..<2_000).map { $0 * 2 })
     #expect(latest.values.last == 3_998, "the newest combination is always delivered")
     #expect(checker.violations.isEmpty, "\(checker.violations)")
+    zipped.cancel()
+    latest.cancel()
   }
 
   // MARK: Helpers

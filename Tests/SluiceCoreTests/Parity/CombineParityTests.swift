@@ -117,6 +117,7 @@ struct CombineParityTests {
     #expect(recorder.values == [4, 5])
     recorder.request(.max(7))
     #expect(upstream.requests == [.max(6), .max(7)])
+    recorder.cancel()
   }
 
   @Test func dropFirstTrapsOnANegativeCountWhenSubscribedNotWhenBuilt() async {
@@ -188,7 +189,9 @@ struct CombineParityTests {
   @Test func mirrorsShowCombinesChildrenAsSoonAsTheOperatorSubscribed() {
     func labels<P: Publisher>(_ make: (HeldPublisher<Int, Never>) -> P) -> [String?] {
       let source = HeldPublisher<Int, Never>()
-      make(source).subscribe(RecordingSubscriber<P.Output, P.Failure>())
+      let recorder = RecordingSubscriber<P.Output, P.Failure>()
+      make(source).subscribe(recorder)
+      defer { recorder.cancel() }  // dropFirst hands the recorder its own subscription
       return mirrorLabels(source.subscriberObject)
     }
     #expect(labels { $0.map { $0 } } == [])
@@ -226,6 +229,7 @@ struct CombineParityTests {
     let children = customMirror(of: just.subscription)?.children
     #expect(children.map { $0.map(\.label) } == [nil])
     #expect(children?.first.map { "\($0.value)" } == "42")
+    just.cancel()
   }
 
   // MARK: Small items

@@ -88,6 +88,7 @@ struct ConnectableParityTests {
     source.send(7)
     #expect(recorder.values == [7])
     kept?.cancel()
+    recorder.cancel()
   }
 
   @Test func autoconnectHandsDownTheUpstreamsSubscriptionAndCountsCancels() throws {
@@ -150,5 +151,6 @@ struct ConnectableParityTests {
     connectable.autoconnect().subscribe(RecordingSubscriber<Int, Never>())
     #expect(String(describing: connectable.held.subscriberObject!) == "Autoconnect")
     #expect(mirrorLabels(connectable.held.subscriberObject) == ["parent", "downstream"])
+    connectable.held.release()
   }
 }

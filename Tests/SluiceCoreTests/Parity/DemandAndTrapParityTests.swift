@@ -103,6 +103,7 @@ struct DemandAndTrapParityTests {
     // The new attempt is asked for what is still outstanding: 3 − 1 + 5.
     #expect(source.subscriptions.count == 2)
     #expect(source.subscriptions[1].requests == [.max(7)])
+    recorder.cancel()
   }
 
   @Test func retryWithANegativeCountRetriesWithoutLimit() {
@@ -119,6 +120,8 @@ struct DemandAndTrapParityTests {
     #expect(source.send(7) == .none)
     #expect(recorder.values == [7])
     #expect(recorder.completion == nil)
+    recorder.cancel()
+    source.release()  // it keeps its subscriber, and retry keeps its upstream to resubscribe
   }
 
   @Test func retryPassesACompletionBeforeTheSubscriptionAndValuesBetweenAttempts() {
@@ -142,6 +145,9 @@ struct DemandAndTrapParityTests {
     source.send(subscription: secondAttempt)
     #expect(recorder.values == [1])
     #expect(secondAttempt.requests == [.max(4)])
+    recorder.cancel()
+    early.release()  // they keep their subscribers, and retry keeps its upstream
+    source.release()
   }
 
   @Test func retryTrapsOnAValueBeforeItsFirstSubscription() async {
@@ -265,6 +271,7 @@ struct DemandAndTrapParityTests {
     let subscription = try #require(recorder.subscription)
     #expect(String(describing: subscription) == "ObservableObjectPublisher")
     #expect(mirrorLabels(subscription) == ["downstream"])
+    recorder.cancel()
   }
 
   @Test func futureSubscriptionMirrorShowsCombinesChildrenAndForgetsThemAtTheEnd() throws {
@@ -283,6 +290,7 @@ struct DemandAndTrapParityTests {
     let endedSubscription = try #require(kept)
     let after = customMirror(of: endedSubscription)?.children.map { "\($0.value)" } ?? []
     #expect(after == ["nil", "nil", "false", "nil"])
+    waiting.cancel()
   }
 
   @Test func assignAndCatchTailMirrors() throws {
@@ -293,10 +301,11 @@ struct DemandAndTrapParityTests {
     #expect(customMirror(of: assign)?.children.map { "\($0.value)" }.last == "awaitingSubscription")
     // The replacement publisher of `catch` sees a subscriber described as the operator.
     let fallback = HeldPublisher<Int, Never>()
-    Fail<Int, TestError>(error: TestError()).catch { _ in fallback }
-      .subscribe(RecordingSubscriber<Int, Never>())
+    let recorder = RecordingSubscriber<Int, Never>()
+    Fail<Int, TestError>(error: TestError()).catch { _ in fallback }.subscribe(recorder)
     #expect(String(describing: fallback.subscriberObject!) == "Catch")
     #expect(mirrorLabels(fallback.subscriberObject) == ["downstream", "demand"])
+    recorder.cancel()
   }
 
   @Test func passthroughConduitMirrorNamesTheSubject() throws {
@@ -306,6 +315,7 @@ struct DemandAndTrapParityTests {
     let subscription = try #require(recorder.subscription)
     let parent = customMirror(of: subscription)?.children.first.map { "\($0.value)" }
     #expect(parent?.contains("PassthroughSubject") == true)
+    recorder.cancel()
   }
 
   // MARK: Optional.Publisher.output(in:)

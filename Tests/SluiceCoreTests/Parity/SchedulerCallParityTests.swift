@@ -64,5 +64,6 @@ struct SchedulerCallParityTests {
     #expect(scheduler.immediateOptions.withLock { $0 } == [false], "the completion: no options")
     _ = source.send(2)  // a misbehaving upstream
     #expect(scheduler.reads == 1, "never after the completion")
+    scheduler.base.run()  // the completion is still scheduled: deliver it (it holds the pipeline)
   }
 }

@@ -33,7 +33,10 @@ struct DescriptionTests {
 
   @Test(arguments: 0..<10)
   func subscriptionDescriptions(_ index: Int) {
-    let (expected, subscription) = Self.cases[index]
+    let cases = Self.cases
+    // Nothing completes these subscriptions: the test ends them.
+    defer { for (_, subscription) in cases { subscription.cancel() } }
+    let (expected, subscription) = cases[index]
     #expect(String(describing: subscription) == expected)
     #expect(
       (subscription as? any CustomPlaygroundDisplayConvertible)?.playgroundDescription
@@ -41,7 +44,9 @@ struct DescriptionTests {
   }
 
   @Test func everySubscriptionCaseIsChecked() {
-    #expect(Self.cases.count == 10, "update the arguments range of subscriptionDescriptions")
+    let cases = Self.cases
+    defer { for (_, subscription) in cases { subscription.cancel() } }
+    #expect(cases.count == 10, "update the arguments range of subscriptionDescriptions")
   }
 
   @Test func subscriberDescriptions() {

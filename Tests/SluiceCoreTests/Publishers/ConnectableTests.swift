@@ -27,6 +27,8 @@ struct ConnectableTests {
     #expect(made.value == 1, "the subject is made once")
     connection.cancel()
     #expect(upstream.subscriptions[0].cancelCount == 1)
+    a.cancel()
+    b.cancel()
   }
 
   @Test func multicastWithAGivenSubject() {
@@ -70,6 +72,7 @@ struct ConnectableTests {
     #expect(upstream.subscriptions.count == 2, "a later subscriber connects again")
     upstream.send(2)
     #expect(third.values == [2])
+    third.cancel()
   }
 
   @Test func autoconnectFirstSubscriberSeesSynchronousValues() {

@@ -96,6 +96,7 @@ struct SequencePublisherTests {
     recorder.request(.max(2))
     #expect(recorder.values == [1, 2, 3, 4, 5])
     #expect(recorder.completion == nil)
+    recorder.cancel()
   }
 
   @Test func additionalDemandFromReceiveIsAdded() {
@@ -129,6 +130,7 @@ struct SequencePublisherTests {
     [1].publisher.subscribe(recorder)
     recorder.request(.none)
     #expect(recorder.values.isEmpty)
+    recorder.cancel()
   }
 
   @Test func eachSubscriberIteratesAfresh() {

@@ -31,6 +31,7 @@ struct PublisherRuleTests {
       }
       #expect(recorder.values == expected, "\(initial), then \(perValue) per value")
       #expect(checker.violations.isEmpty, "\(checker.violations)")
+      recorder.cancel()  // the test ends the subscription (it may be waiting for more demand)
     }
   }
 
@@ -72,6 +73,7 @@ struct PublisherRuleTests {
     for await _ in done.stream {}
     #expect(values.value == publisher.expected)
     #expect(checker.violations.isEmpty, "\(checker.violations)")
+    subscription.update { $0 = nil }  // the box, captured by the probe, holds the subscription
   }
 
   @Test("cancel from inside receive(_:) stops everything", arguments: PublisherCase.all)
@@ -103,6 +105,7 @@ struct PublisherRuleTests {
     #expect(received.value == [publisher.expected[0]])
     #expect(completed.value == false)
     #expect(checker.violations.isEmpty, "\(checker.violations)")
+    subscription.update { $0 = nil }  // the box, captured by the probe, holds the subscription
   }
 
   @Test("cancel() is idempotent and thread-safe; nothing after it", arguments: PublisherCase.all)
@@ -119,6 +122,7 @@ struct PublisherRuleTests {
     subscription.value.request(.unlimited)
     #expect(recorder.values.isEmpty)
     #expect(checker.violations.isEmpty, "\(checker.violations)")
+    recorder.cancel()  // the recorder still holds the subscription cancelled behind its back
   }
 
   @Test("concurrent request() and cancel() from many threads", arguments: PublisherCase.all)
@@ -145,6 +149,7 @@ struct PublisherRuleTests {
         #expect(values == Array(publisher.expected.prefix(values.count)))
       }
       #expect(checker.violations.isEmpty, "\(checker.violations)")
+      recorder.cancel()  // the recorder still holds the subscription cancelled behind its back
     }
   }
 

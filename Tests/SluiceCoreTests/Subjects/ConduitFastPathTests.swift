@@ -91,6 +91,8 @@ struct ConduitFastPathTests {
     #expect(subscriber.events == ["1", "2", "3", "4", "5"])
     subject.send(6)  // and the fast path is back
     #expect(subscriber.events == ["1", "2", "3", "4", "5", "6"])
+    subscriber.subscription?.cancel()
+    subscriber.subscription = nil
   }
 
   @Test func reentrantSendsAndRequestsInsideAFastDeliveryKeepTheOrder() {

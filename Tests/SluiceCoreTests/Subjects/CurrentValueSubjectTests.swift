@@ -14,6 +14,7 @@ struct CurrentValueSubjectTests {
     recorder.request(.max(1))
     #expect(recorder.values == [2])
     #expect(recorder.events.first == .subscription("CurrentValueSubject"))
+    recorder.cancel()
   }
 
   @Test func aSubscriberWithoutDemandCatchesUpWithTheLatestValue() {
@@ -27,6 +28,7 @@ struct CurrentValueSubjectTests {
     recorder.request(.max(2))  // latest: 3, one demand left
     subject.send(4)
     #expect(recorder.values == [0, 2, 3, 4])
+    recorder.cancel()
   }
 
   @Test func valueIsUpdatedBySendAndReadableFromManyThreads() async {
@@ -67,5 +69,6 @@ struct CurrentValueSubjectTests {
     }
     #expect(recorder.values.count == 100)
     #expect(checker.violations.isEmpty, "\(checker.violations.prefix(3))")
+    recorder.cancel()
   }
 }

@@ -21,6 +21,7 @@ struct PassthroughSubjectTests {
     subject.send(5)
     #expect(recorder.values == [2, 3, 5])
     #expect(recorder.events.first == .subscription("PassthroughSubject"))
+    recorder.cancel()
   }
 
   @Test func eachSubscriberHasItsOwnDemand() {
@@ -35,6 +36,7 @@ struct PassthroughSubjectTests {
     #expect(one.values == [1])
     #expect(many.values == [1, 2, 3, 4])
     #expect(perValue.values == [1, 2, 3, 4])
+    for recorder in [one, many, perValue] { recorder.cancel() }
   }
 
   @Test func completionIsDeliveredOnceAndReplayedToLateSubscribers() {
@@ -104,6 +106,7 @@ struct PassthroughSubjectTests {
     subject.send(1)
     #expect(received.value == [1, 2, 3, 4, 5])
     #expect(maxDepth.value == 1, "nested sends are queued, not delivered recursively")
+    subject.send(completion: .finished)  // ends the probe's subscription (it keeps none to cancel)
   }
 
   @Test func upstreamSubscriptionIsAskedForUnlimitedOnceASubscriberHasDemand() {
@@ -180,6 +183,7 @@ struct PassthroughSubjectTests {
     upstream.send(1)
     #expect(recorder.values == [1])
     cancellable.cancel()
+    recorder.cancel()
   }
 
   @Test func subscribingASubjectToAPublisher() {

@@ -31,6 +31,7 @@ struct PublishedTests {
     #expect(recorder.values == [20, 25, 30])
     #expect(recorder.events.first == .subscription("PublishedSubject"))
     #expect(weather.temperature == 30)
+    recorder.cancel()
   }
 
   @Test func valuesArePublishedInWillSet() {
@@ -76,6 +77,7 @@ struct PublishedTests {
     let recorder = RecordingSubscriber<Void, Never>()
     Plain().objectWillChange.subscribe(recorder)
     #expect(recorder.subscriptionCount == 1)
+    recorder.cancel()
   }
 
   @Test func assignToPublishedLivesAsLongAsTheObject() {
@@ -107,6 +109,7 @@ struct PublishedTests {
     #expect(
       recorder.events.first.map(String.init(describing:))
         == "subscription(ObservableObjectPublisher)")
+    recorder.cancel()
   }
 }
 

@@ -23,6 +23,14 @@ final class HeldPublisher<Output, Failure: Error>: Publisher, @unchecked Sendabl
   func send(completion: Subscribers.Completion<Failure>) {
     subscriber.receive(completion: completion)
   }
+
+  /// Lets go of the subscriber without a signal, at the end of a test: a subscriber that never
+  /// got a subscription or a completion and this publisher would otherwise keep each other
+  /// (through an operator that holds its parent publisher, as autoconnect's does).
+  func release() {
+    held = nil
+    subscriberObject = nil
+  }
 }
 
 /// `value`'s custom mirror (unwrapping an optional first), `nil` if it has none.
