@@ -69,7 +69,7 @@ public struct RuleFuzzer: Sendable {
     check { upstream, _ in make(upstream) }
   }
 
-  /// ``check(_:)`` that also checks the pipeline's closures are released when its subscription
+  /// `check(_:)` that also checks the pipeline's closures are released when its subscription
   /// ends: `make` gets a ``FuzzToken`` for the closures it passes to operators to capture, and
   /// the token must be gone once the subscriber cancelled or completed (each operator's
   /// subscription lets go of its closures then).
@@ -111,7 +111,7 @@ public struct RuleFuzzer: Sendable {
     failures(of: script, make) ?? []
   }
 
-  /// The smallest script found that still fails, shrunk from a failing `script` as ``check(_:)``
+  /// The smallest script found that still fails, shrunk from a failing `script` as `check(_:)`
   /// shrinks a generated one, with its problems; `nil` if `script` passes.
   public func minimalFailure<P: Publisher>(
     of script: FuzzScript, _ make: (FuzzUpstream, FuzzToken) -> P

@@ -22,7 +22,7 @@ extension Timer {
   /// `runLoop` in `mode`, from `connect()` until the connection is cancelled.
   ///
   /// The ticks are a repeating action on the run loop's one wake-up timer for `mode`
-  /// (``RunLoopWaker``), not a Foundation `Timer` per connection (swift-corelibs-foundation keeps
+  /// (its `RunLoopWaker`), not a Foundation `Timer` per connection (swift-corelibs-foundation keeps
   /// ~500 bytes of every repeating `Timer` invalidated); as a repeating `Timer`, it skips the
   /// ticks the run loop missed, and treats an `interval` of zero or less as 0.1 ms. `tolerance`
   /// lets the run loop fire a tick late by that much while it is the only action waiting there.

@@ -12,7 +12,7 @@ extension RunLoop: Scheduler {
   /// actions scheduled before it. Scheduled from another thread, it wakes the run loop if it
   /// sleeps (as Combine's does): `perform` only queues the block, so a run loop waiting for its
   /// next timer or source would otherwise leave it there until then. The wake-up moves the fire
-  /// date of the run loop's one wake-up timer (``RunLoopWaker``): no `Timer` per action.
+  /// date of the run loop's one wake-up timer (its `RunLoopWaker`): no `Timer` per action.
   public func schedule(options: SchedulerOptions?, _ action: @escaping () -> Void) {
     // Safety: the block runs exactly once, on this run loop's thread.
     let action = UncheckedSendable(action)
@@ -22,7 +22,7 @@ extension RunLoop: Scheduler {
   }
 
   /// Runs `action` on this run loop's thread at `date` (default mode). The run loop's one
-  /// wake-up timer fires for it (``RunLoopWaker``), up to `tolerance` late when it is the only
+  /// wake-up timer fires for it (its `RunLoopWaker`), up to `tolerance` late when it is the only
   /// action waiting.
   public func schedule(
     after date: SchedulerTimeType, tolerance: SchedulerTimeType.Stride,

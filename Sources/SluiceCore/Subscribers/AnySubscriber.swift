@@ -4,7 +4,7 @@
 /// subscriber's, `"Subject"` for a subject and `"Anonymous AnySubscriber"` for closures.
 ///
 /// **Cost.** A value reaches the wrapped subscriber through one indirect call to code made, and
-/// specialised, where it was wrapped (see ``AnySubscriberBox``): no existential, no generic
+/// specialised, where it was wrapped (see `AnySubscriberBox`): no existential, no generic
 /// metadata lookups. This is what keeps an ``AnyPublisher`` as fast as what it wraps.
 public struct AnySubscriber<Input, Failure: Error>: Subscriber, CustomStringConvertible,
   CustomReflectable, CustomPlaygroundDisplayConvertible
