@@ -1,9 +1,11 @@
+import Foundation
 import Sluice
 import SluiceTesting
+import Synchronization
 
 /// A `PassthroughSubject` feeding a fast and a slow subscriber, a `CurrentValueSubject` whose
 /// subscriber catches up with the latest value, a subscriber that clamps the value from inside
-/// `receive`, and one subscription shared by `autoconnect()`.
+/// `receive`, one subscription shared by `autoconnect()`, and feedback from two threads.
 @Sendable func subjectsTour() async -> [String] {
   var lines: [String] = []
 
@@ -49,5 +51,40 @@ import SluiceTesting
   right.cancel()
   ticker.send("GOOG")  // nobody connected any more
   lines.append("autoconnect: \(board)")
+  lines.append(await feedbackFromTwoThreads())
   return lines
+}
+
+/// Feedback across threads: a sink on `a.merge(with: b)` sends every fifth value back into `b`
+/// while one thread sends into `a` and another into `b`. Combine holds its locks across delivery,
+/// so each thread can end up waiting for the lock the other holds; in Sluice a send made inside
+/// a delivery never waits (it is queued, and its call waits at its end holding nothing), so both
+/// threads finish and every value arrives once.
+private func feedbackFromTwoThreads() async -> String {
+  final class Tally: Sendable {
+    let received = Mutex(0)
+    let senders = Mutex(2)
+  }
+  let tally = Tally()
+  let a = PassthroughSubject<Int, Never>()
+  let b = PassthroughSubject<Int, Never>()
+  let sink = a.merge(with: b).sink { value in
+    tally.received.withLock { $0 += 1 }
+    if value > 0, value % 5 == 0 { b.send(-value) }
+  }
+  await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+    for subject in [a, b] {
+      Thread.detachNewThread {  // blocking work on threads of their own, not the task's
+        for value in 1...10_000 { subject.send(value) }
+        if tally.senders.withLock({
+          $0 -= 1; return $0
+        }) == 0 {
+          done.resume()
+        }
+      }
+    }
+  }
+  withExtendedLifetime(sink) {}
+  let received = tally.received.withLock { $0 }
+  return "feedback through merge from two threads: \(received) values (20,000 sent, 4,000 fed back)"
 }

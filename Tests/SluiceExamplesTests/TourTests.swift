@@ -22,6 +22,7 @@ let expectedTour: [String] = [
   "CurrentValueSubject subscriber saw [\"idle\", \"ready\"]",
   "clamped from inside receive: the label saw [5, 42, 10], the value is 10",
   "autoconnect: [\"left saw AAPL\", \"right saw AAPL\", \"right saw MSFT\"]",
+  "feedback through merge from two threads: 24000 values (20,000 sent, 4,000 fed back)",
   "== Future and AsyncFuture, awaited from a task",
   "awaited 42 from a Future",
   "a later subscriber got [42] without re-running it",
