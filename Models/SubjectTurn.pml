@@ -28,6 +28,15 @@
  * - CANCEL: a canceller cancels the subscriber once: if a sender of another thread may be
  *   delivering, the release of the subscriber is handed to the turn (out of order), else it is
  *   released at once.
+ * - REPLAY: a thread of its own requests a replay (SubjectCore.withReplayTurn, claimTurn,
+ *   TurnWaiter.claimGrant/withdraw): it takes a free turn for it; or, with the turn held, queues
+ *   a turn waiter, replays at once without the turn (a delivery of its own), then withdraws the
+ *   waiter — or, if the holder passed it the turn meanwhile, takes it and runs the queue. The
+ *   holder that reaches the waiter passes the turn to it unless it withdrew (then skips it).
+ *   Values delivered to the subscriber by others while the replay runs (in the code: queued for
+ *   the replaying subscriber) are counted: at most RBOUND. REPLAYSEND: the replay's subscriber
+ *   sends one value into the subject from inside the replay (queued as the turn's own if the
+ *   turn is the replayer's, else handed over — as a waiter, deferred, behind the turn waiter).
  *
  * Checked (spin -a; ./pan): every value accepted (sent before the completion) is delivered
  * exactly once, each sender's in order (assert in deliver); nothing reaches the subscriber after
@@ -36,7 +45,7 @@
  * waiter is always granted its turn or dismissed, nothing is stranded); one call delivers at most
  * BOUND values of other threads (assert; BOUND = A, the call's allowance, plus one for the
  * re-entrant value a holder may leave behind a waiter it hands the turn to); at the end nothing
- * is queued, pending or held.
+ * is queued, pending or held; the replay's waiter is withdrawn or granted and taken.
  */
 #ifndef N
 #define N 3
@@ -62,9 +71,20 @@
 #ifndef COMPLETE
 #define COMPLETE 1
 #endif
-#define QMAX (N * S + 4)
+#ifndef REPLAY
+#define REPLAY 0
+#endif
+#ifndef RBOUND
+#define RBOUND (K + N)   /* the turn's grants, and one value per sender (its own or its waiter's) */
+#endif
+#define QMAX (N * S + 5)
 #define RE N             /* the re-entrant value's "sender" */
 #define C (N + 1)        /* the canceller's thread */
+#define RP (N + 2)       /* the replaying thread */
+#define RS (N + 3)       /* the value the replay's subscriber sends from inside the replay */
+#ifndef REPLAYSEND
+#define REPLAYSEND 0
+#endif
 
 #define FREE 0
 #define CLAIMED 1        /* a storage address */
@@ -82,18 +102,19 @@ bit listEmpty = 0;       /* the completion emptied the subscriber list */
 #define WAITER 2
 #define COMPLETION 3
 #define RELEASE 4
+#define TURNW 5          /* the replay's turn waiter */
 byte qkind[QMAX];
 byte qsender[QMAX];
 byte qseq[QMAX];
 byte qhead = 0;
 byte qtail = 0;
 
-bit granted[N + 2];
-bit dismissed[N + 2];
-byte delivered[N + 2];   /* next sequence number expected from each sender (RE: re-entrant) */
-byte sent[N + 2];        /* values accepted (sent before the completion) */
-byte others[N + 2];      /* values of other threads delivered in the current call */
-byte allowance[N + 2];
+bit granted[N + 4];
+bit dismissed[N + 4];
+byte delivered[N + 4];   /* next sequence number expected from each sender (RE: re-entrant) */
+byte sent[N + 4];        /* values accepted (sent before the completion) */
+byte others[N + 4];      /* values of other threads delivered in the current call */
+byte allowance[N + 4];
 byte reSender = 255;     /* the thread whose delivery sent the re-entrant value */
 bit reDeferred = 0;      /* ... as a waiter of its own, deferred (a waiter was queued then) */
 bit reGranted = 0;
@@ -102,6 +123,11 @@ bit completed = 0;       /* the subscriber received the completion */
 bit cancelled = 0;       /* the conduit's fast word closed */
 bit released = 0;        /* the subscriber was released */
 byte delivering = 0;     /* the thread delivering to the subscriber now + 1 */
+byte turnState = 0;      /* the replay's waiter: 0 waiting, 1 granting, 2 granted, 3 withdrawn */
+bit replaying = 0;       /* the replay runs without the turn */
+byte duringReplay = 0;   /* values others delivered meanwhile */
+bit replayDone = 0;      /* the replay's call returned */
+bit rsDeferred = 0;      /* the replay's send waits, deferred to the end of its call */
 
 inline acquire() { atomic { lock == 0 -> lock = 1 } }
 inline release() { lock = 0 }
@@ -120,7 +146,11 @@ inline deliver(ds, dq, dme) {
        assert(delivered[ds] == dq);      /* once, in order */
        delivered[ds]++;
        if
-       :: (ds != RE && ds != dme) || (ds == RE && reSender != dme) ->
+       :: replaying -> duringReplay++; assert(duringReplay <= RBOUND)
+       :: else -> skip
+       fi;
+       if
+       :: (ds != RE && ds != RS && ds != dme) || (ds == RE && reSender != dme) || (ds == RS && dme != RP) ->
           others[dme]++; assert(others[dme] <= BOUND)
        :: else -> skip
        fi
@@ -187,10 +217,27 @@ inline runQueue(rme) {
         :: kind == VALUE -> release(); deliver(s, q, rme); atomic { kind = 0; s = 0; q = 0 }
         :: kind == COMPLETION -> release(); deliverCompletion(); kind = 0; s = 0
         :: kind == RELEASE -> release(); runRelease(); kind = 0; s = 0
+        :: kind == TURNW ->
+           waitersQueued--;
+           atomic {                       /* TurnWaiter.claimGrant(), under the lock */
+             if
+             :: turnState == 0 -> turnState = 1; ok = 1
+             :: else -> ok = 0
+             fi
+           }
+           if
+           :: ok ->
+              ok = 0; withdrawGrants(rme); holder = DRAINING; readerThread = RP + 1;
+              release();
+              turnState = 2;              /* grant(), after unlocking */
+              passed = 1; kind = 0; s = 0; q = 0; break
+           :: else -> release(); kind = 0; s = 0; q = 0   /* withdrawn: skipped */
+           fi
         :: kind == WAITER ->
            waitersQueued--;
            if
            :: s == RE -> kind = reSender      /* kind: the waiting thread, from here on */
+           :: s == RS -> kind = RP
            :: else -> kind = s
            fi;
            if
@@ -211,7 +258,7 @@ inline runQueue(rme) {
               release();
               if
               :: q == RE -> reGranted = 1
-              :: else -> granted[kind] = 1
+              :: else -> granted[q] = 1
               fi;
               passed = 1; kind = 0; q = 0; break
            fi
@@ -405,6 +452,90 @@ proctype Canceller() {
   fi
 }
 
+/* From inside the replay (a delivery of the replayer's own), its subscriber sends one value:
+   claimOrHandOff — queued behind as the turn's own if the turn is the replayer's (as a waiter of
+   its own, deferred, while a waiter is queued), else handed over: on a grant, or as a waiter,
+   deferred (a thread inside a delivery never blocks). The turn is never free meanwhile. */
+inline replaySend() {
+  if
+  :: REPLAYSEND ->
+     acquire();
+     if
+     :: listEmpty -> release()
+     :: !listEmpty && readerThread == RP + 1 && waitersQueued == 0 ->
+        enqueue(VALUE, RS, 0); sent[RS]++; pending = 1; release()
+     :: !listEmpty && readerThread == RP + 1 && waitersQueued > 0 ->
+        enqueue(WAITER, RS, 0); waitersQueued++; sent[RS]++; pending = 1; rsDeferred = 1;
+        release()
+     :: !listEmpty && readerThread != RP + 1 ->
+        sent[RS]++; handOff(VALUE, RS, 0, 1); release();
+        assert(!draining); rsDeferred = waiting; waiting = 0
+     fi
+  :: else -> skip
+  fi
+}
+
+/* A subscriber's replay requested on a thread of its own (Conduit.requestSpecialized →
+   SubjectCore.withReplayTurn). */
+proctype Replayer() {
+  bit ok, passed, wasFree, waiting, draining, grantable;
+  byte kind, s, q;
+  acquire();
+  /* claimTurn: not this thread's; the pending bit set by a read-modify-write, which tells */
+  atomic {
+    wasFree = (holder == FREE);
+    if
+    :: wasFree -> holder = DRAINING     /* store(draining): free, so nothing was pending */
+    :: else -> pending = 1
+    fi
+  }
+  if
+  :: wasFree ->
+     allowance[RP] = A; beginTurn(RP); release();
+     replaying = 1; replaySend(); replaying = 0;   /* the replay, holding the turn */
+     leaveLoop(RP)
+  :: else ->
+     enqueue(TURNW, RP, 0); waitersQueued++; release();
+     allowance[RP] = A;                 /* context.enter(): its call begins */
+     replaying = 1;
+     replaySend();
+     replaying = 0;                     /* the replay ran, without the turn */
+     atomic {                           /* TurnWaiter.withdraw() */
+       if
+       :: turnState == 0 -> turnState = 3; ok = 1
+       :: else -> ok = 0
+       fi
+     }
+     if
+     :: ok -> ok = 0
+     :: else ->                         /* passed the turn: takes it as its delivery ends */
+        (turnState == 2); beginTurn(RP); leaveLoop(RP)
+     fi
+  fi;
+  /* Its outermost delivery ended: it comes back to its deferred waiters (resumeDeferred). */
+  if
+  :: rsDeferred ->
+     (granted[RS] || dismissed[RS]);
+     if
+     :: granted[RS] -> granted[RS] = 0; takeGrantedTurn(RP, RS, 0, 0)
+     :: else -> dismissed[RS] = 0
+     fi;
+     rsDeferred = 0
+  :: else -> skip
+  fi;
+  if
+  :: reDeferred && reSender == RP ->
+     (reGranted || reDismissed);
+     if
+     :: reGranted -> reGranted = 0; takeGrantedTurn(RP, RE, 0, 0)
+     :: else -> skip
+     fi;
+     reDeferred = 0; reDismissed = 0
+  :: else -> skip
+  fi;
+  replayDone = 1
+}
+
 init {
   byte i;
   atomic {
@@ -412,15 +543,21 @@ init {
     if
     :: CANCEL -> run Canceller()
     :: else -> skip
+    fi;
+    if
+    :: REPLAY -> run Replayer()
+    :: else -> skip
     fi
   }
   _nr_pr == 1;
   if
   :: !CANCEL ->
      for (i : 0 .. N) { assert(delivered[i] == sent[i]) }
+     assert(delivered[RS] == sent[RS]);
      assert(sent[N - 1] == S && completed == COMPLETE)
   :: else -> assert(released)
   fi;
   assert(qhead == qtail && pending == 0 && holder == FREE && lock == 0);
-  assert(waitersQueued == 0 && readerThread == 0 && !reDeferred)
+  assert(waitersQueued == 0 && readerThread == 0 && !reDeferred);
+  assert(!REPLAY || (replayDone && turnState != 1 && !rsDeferred))
 }

@@ -22,6 +22,8 @@ SUBJECT_SMALL = ["-DK=1 -DN=3 -DS=2 -DREENTRANT=0 -DCOMPLETE=0",
                  "-DK=1 -DN=3 -DS=3 -DREENTRANT=0 -DCOMPLETE=0"]
 SUBJECT_CANCEL = ["-DK=1 -DN=2 -DS=2 -DCANCEL=1 -DREENTRANT=1 -DCOMPLETE=1"]
 NESTED = ["-DK=1 -DS=1", "-DK=1 -DS=2", "-DK=2 -DS=2"]
+REPLAY = ["-DK=1 -DN=2 -DS=3 -DREENTRANT=0 -DCOMPLETE=0 -DREPLAY=1",
+          "-DK=1 -DN=2 -DS=2 -DREENTRANT=1 -DCOMPLETE=1 -DREPLAY=1 -DREPLAYSEND=1"]
 
 MUTANTS = [
     ("SubjectTurn.pml", "no-grant-decrement", "a hand-off takes a grant without using it up",
@@ -39,7 +41,10 @@ MUTANTS = [
      ":: allowance[bme] >= K -> grants = K; allowance[bme] = allowance[bme] - K",
      ":: allowance[bme] >= K -> grants = K", SUBJECT_SMALL),
     ("SubjectTurn.pml", "grants-kept-on-pass", "a turn handed to a waiter keeps the passer's grants",
-     "withdrawGrants(rme); holder = DRAINING;", "holder = DRAINING;", SUBJECT_SMALL),
+     ["withdrawGrants(rme); holder = DRAINING; readerThread = kind + 1;",
+      "ok = 0; withdrawGrants(rme); holder = DRAINING; readerThread = RP + 1;"],
+     ["holder = DRAINING; readerThread = kind + 1;",
+      "ok = 0; holder = DRAINING; readerThread = RP + 1;"], SUBJECT_SMALL),
     ("SubjectTurn.pml", "give-back-ignores-pending", "the give-back succeeds with work queued",
      ":: !pending -> holder = FREE; ok = 1", ":: 1 -> holder = FREE; ok = 1", SUBJECT_SMALL),
     ("SubjectTurn.pml", "claim-ignores-pending", "a sender claims a free turn with work pending",
@@ -81,6 +86,16 @@ MUTANTS = [
     ("NestedTurns.pml", "deferred-waiters-forgotten", "a call returns without coming back to its deferred waiters",
      "        :: !found -> break\n        :: found ->", "        :: true -> break\n        :: found ->",
      NESTED),
+    ("SubjectTurn.pml", "replay-without-turn-waiter",
+     "a replay racing another thread's turn runs without queueing a turn waiter (issue 37's slow replay)",
+     "enqueue(TURNW, RP, 0); waitersQueued++; release();", "release();", REPLAY),
+    ("SubjectTurn.pml", "withdraw-after-grant", "a replay withdraws its waiter though the turn was passed to it",
+     ":: turnState == 0 -> turnState = 3; ok = 1", ":: turnState != 3 -> turnState = 3; ok = 1", REPLAY),
+    ("SubjectTurn.pml", "pass-to-withdrawn", "the holder passes the turn to a replay's withdrawn waiter",
+     ":: turnState == 0 -> turnState = 1; ok = 1", ":: turnState != 1 -> turnState = 1; ok = 1", REPLAY),
+    ("SubjectTurn.pml", "replay-send-blocks-nothing",
+     "a send from inside a replay that must wait is dropped instead of deferred",
+     "assert(!draining); rsDeferred = waiting; waiting = 0", "assert(!draining); waiting = 0", REPLAY),
     ("SubjectTurn.pml", "stale-claim-delivers", "a claim that raced the completion delivers anyway",
      ":: !listEmpty -> sent[me]++; deliver(me, seq, me); leaveLoop(me); done = 1",
      ":: 1 -> sent[me]++; deliver(me, seq, me); leaveLoop(me); done = 1", SUBJECT_SMALL),

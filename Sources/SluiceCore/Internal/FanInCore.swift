@@ -173,12 +173,16 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     }
 
     /// Ends the operator: the sides to cancel (all but `except`), the downstream to signal.
+    /// The values it held move to `dropped`, which the caller releases after unlocking (a
+    /// value's `deinit` may call back into the pipeline).
     @inlinable
-    mutating func end(except: Int? = nil) -> ([any Subscription], Downstream?) {
+    mutating func end(except: Int? = nil, dropping dropped: inout Slots) -> (
+      [any Subscription], Downstream?
+    ) {
       terminal = true
       let cancelling = sides.indices.compactMap { $0 == except ? nil : sides[$0] }
       sides = Array(repeating: nil, count: sides.count)
-      slots.removeAll()
+      swap(&slots, &dropped)
       defer { downstream = nil }
       return (cancelling, downstream)
     }
@@ -317,6 +321,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
 
   @inlinable
   func receive(completion: Subscribers.Completion<Failure>, side: Int) {
+    var dropped = Slots()
     let (cancelling, downstream) = state.withLock {
       state -> ([any Subscription], Downstream?) in
       guard !state.terminal, !state.finished[side] else { return ([], nil) }
@@ -325,9 +330,9 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
         state.finished[side] = true
         state.sides[side] = nil
         guard !state.delivering, state.isDone else { return ([], nil) }
-        return state.end()
+        return state.end(dropping: &dropped)
       case .failure:
-        let (cancelling, downstream) = state.end(except: side)
+        let (cancelling, downstream) = state.end(except: side, dropping: &dropped)
         guard !state.delivering else {
           // The delivering thread sends it after its value.
           state.failure = completion
@@ -337,6 +342,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
         return (cancelling, downstream)
       }
     }
+    withExtendedLifetime(dropped) {}
     for subscription in cancelling { subscription.cancel() }
     downstream?.receive(completion: completion)
   }
@@ -372,13 +378,14 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
 
   @inlinable
   func cancel() {
+    var dropped = Slots()
     let (cancelling, released) = state.withLock { state -> ([any Subscription], Downstream?) in
       guard !state.terminal else { return ([], nil) }
       state.failure = nil
-      return state.end()
+      return state.end(dropping: &dropped)
     }
     for side in cancelling { side.cancel() }
-    withExtendedLifetime(released) {}
+    withExtendedLifetime((released, dropped)) {}
   }
 
   // MARK: Delivery
@@ -403,6 +410,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     var first = true
     while true {
       var dismissed: [(side: Int, waiter: TurnWaiter)] = []
+      var dropped = Slots()  // released after unlocking
       let step = state.withLock { state -> Step in
         if state.terminal {
           dismissed = state.endTurn(context)
@@ -435,7 +443,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
         state.fresh = false
         defer { state.owed = .none }
         if state.isDone {
-          let (cancelling, downstream) = state.end()
+          let (cancelling, downstream) = state.end(dropping: &dropped)
           if let downstream { return .complete(.finished, downstream, cancelling: cancelling) }
         }
         return .stop(owed: state.owed)

@@ -119,7 +119,9 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     /// What other threads (and this turn's own deliveries) left to the holder of ``reader``,
     /// oldest first, from ``handedOverHead`` on (taken one at a time; the buffer keeps its
     /// capacity).
-    @usableFromInline var handedOver: [HandedOver] = []
+    /// (Each item is moved out as it is taken, so the buffer never holds the last reference to
+    /// a value: it would be released under the lock, and its `deinit` may call the subject.)
+    @usableFromInline var handedOver: [HandedOver?] = []
     @usableFromInline var handedOverHead = 0
     /// How many waiters the queue holds: while any does, no grants are taken (the items behind
     /// a waiter are waiters' own, so a turn handed to one inherits no granted value).
@@ -149,6 +151,10 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     /// the turn so that no sender adds to the conduit's queue meanwhile
     /// (``AnyConduit/continueDrain()``).
     case drain(Entry)
+    /// A thread waits to hold the turn for work of its own that must run on it (a new
+    /// subscriber's replay, see ``claimTurn(by:_:)``): when reached, the turn always passes to
+    /// it — nobody runs that work for it.
+    case turnWaiter(TurnWaiter)
   }
 
   /// What the holder of ``reader`` does next (``nextHandedOver(_:)``).
@@ -404,22 +410,39 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   /// back, and the holder leaves).
   @inlinable
   func nextHandedOver(_ guarded: inout Guarded, _ context: DeliveryContext) -> Next {
-    guard !guarded.isIdle else {
-      _ = reader.bitwiseAnd(~Self.pending, ordering: .sequentiallyConsistent)
-      withdrawGrants(context)  // the turn ends: later hand-offs wait, or find it free
-      return .done
-    }
-    let work = guarded.handedOver[guarded.handedOverHead]
-    guarded.handedOverHead += 1
-    if guarded.isIdle {
-      guarded.handedOver.removeAll(keepingCapacity: true)
-      guarded.handedOverHead = 0
-    }
-    guard case .waiter(let waiter, _, _) = work else { return .run(work) }
-    guarded.waitersQueued -= 1
-    if waiter.thread == context.identity || context.spendOne() {
-      return .run(work)  // delivered for the waiting sender, which is then dismissed
-    }
+    var waiter: TurnWaiter
+    repeat {
+      guard !guarded.isIdle else {
+        _ = reader.bitwiseAnd(~Self.pending, ordering: .sequentiallyConsistent)
+        withdrawGrants(context)  // the turn ends: later hand-offs wait, or find it free
+        return .done
+      }
+      guard let work = guarded.handedOver[guarded.handedOverHead].take() else {
+        Violation.internalInconsistency("a subject's handed-over work was taken twice")
+      }
+      guarded.handedOverHead += 1
+      if guarded.isIdle {
+        guarded.handedOver.removeAll(keepingCapacity: true)
+        guarded.handedOverHead = 0
+      }
+      switch work {
+      case .waiter(let sender, _, _):
+        guarded.waitersQueued -= 1
+        if sender.thread == context.identity || context.spendOne() {
+          return .run(work)  // delivered for the waiting sender, which is then dismissed
+        }
+        waiter = sender
+      case .turnWaiter(let waiting):
+        // Its work runs on its own thread: the turn passes to it — unless it did that work
+        // without the turn and withdrew (then skipped).
+        guarded.waitersQueued -= 1
+        waiter = waiting
+        guard waiting.claimGrant() else { continue }
+      default:
+        return .run(work)
+      }
+      break
+    } while true
     position.store(0, ordering: .relaxed)
     withdrawGrants(context)
     // Under the lock, only the holder changes the word's holder part: keep `pending`.
@@ -477,6 +500,35 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
       return true
     }
     return (result, garbage)
+  }
+
+  /// Under the lock: takes the turn for work that runs on this thread (a subscriber's replay:
+  /// see ``Conduit``). ``Claim/nested``: this thread holds it already; ``Claim/draining``: it
+  /// was free and is this thread's now (held as ``draining``; leaving gives it back);
+  /// ``Claim/wait(_:)``: another thread holds it, and this thread's waiter is queued
+  /// (``HandedOver/turnWaiter(_:)``): the thread does its work at once, without waiting, and
+  /// then withdraws the waiter (``TurnWaiter/withdraw()``) — or, if the turn was passed to it
+  /// meanwhile, takes it. Either way the turn in progress reaches the waiter after a bounded
+  /// batch and stops there until the thread is done, so other senders wait behind it instead
+  /// of queueing values for the subscriber without bound. The waiter counts as queued, so
+  /// values queued behind it are waiters' own, as behind a waiting sender.
+  @inlinable
+  func claimTurn(by context: DeliveryContext, _ guarded: inout Guarded) -> Claim {
+    if isThisThreads(Self.holder(reader.load(ordering: .sequentiallyConsistent)), context.identity)
+    {
+      return .nested
+    }
+    let word = reader.bitwiseOr(Self.pending, ordering: .sequentiallyConsistent).oldValue
+    if Self.holder(word) == 0 {
+      // Free: nothing is queued (work waits only while a turn is held).
+      reader.store(Self.draining, ordering: .sequentiallyConsistent)
+      beginTurn(context)
+      return .draining
+    }
+    let waiter = TurnWaiter(for: context)
+    guarded.handedOver.append(.turnWaiter(waiter))
+    guarded.waitersQueued += 1
+    return .wait(waiter)
   }
 
   /// Under the lock: hands `work` (a conduit's drain) to the turn in progress — this thread's

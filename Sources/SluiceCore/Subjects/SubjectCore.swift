@@ -270,6 +270,8 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
         // Delivered for the waiting sender, within the turn's budget: its `send` returns.
         deliver(value, to: conduits)
         waiter.dismiss()
+      case .run(.turnWaiter):
+        Violation.internalInconsistency("a turn waiter's work was run by another thread")
       }
     }
   }
@@ -350,6 +352,44 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     garbage.dispose()
     if claim == .draining { leave(context, held: SharedSubscriberList<Output, Failure>.draining) }
     return claim != .nested
+  }
+
+  /// Runs `body` (a subscriber's replay, see ``Conduit``) on this thread, at once, so that the
+  /// replay is synchronous as in Combine, and such that senders of other threads feel its pace
+  /// instead of queueing values for the subscriber without bound while it runs.
+  ///
+  /// If the turn is free this thread takes it for the replay (then runs what was handed over
+  /// meanwhile, like a `send`); if it holds it already (a request from inside a delivery of
+  /// this subject), `body` runs nested. If another thread holds it, this thread queues a
+  /// waiter and runs `body` at once without the turn, as a delivery of its own (a wait inside
+  /// it is deferred, see ``DeliveryContext``): the turn in progress passes to the waiter once
+  /// it reaches it, and then no sender delivers — values offered to the subscriber meanwhile
+  /// are at most that turn's batch. Afterwards the thread withdraws the waiter if the turn has
+  /// not reached it, or else takes the turn as its outermost delivery ends and runs what
+  /// waits, within its allowance. It never blocks for the turn.
+  @inlinable
+  func withReplayTurn(_ body: () -> Void) {
+    let context = DeliveryContext.current
+    let claim = state.withLock { subscribers.claimTurn(by: context, &$0.subscribers) }
+    switch claim {
+    case .nested:
+      body()
+    case .draining:
+      body()
+      leave(context, held: SharedSubscriberList<Output, Failure>.draining)
+    case .wait(let waiter):
+      context.enter()
+      body()
+      if !waiter.withdraw() {
+        context.deferTurn(waiter) { [self] in
+          subscribers.beginTurn(context)
+          leave(context, held: SharedSubscriberList<Output, Failure>.draining)
+        }
+      }
+      context.exit()
+    case .nobody, .claimed, .stale, .busy:
+      Violation.internalInconsistency("a turn claimed for a replay as \(claim)")
+    }
   }
 
   /// Hands the rest of `conduit`'s drain to the turn (see ``Conduit/drain(adding:)``): the

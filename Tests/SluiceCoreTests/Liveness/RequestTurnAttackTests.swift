@@ -671,37 +671,33 @@ struct RequestTurnAttackTests {
   /// `deinit` reads the subject's `value`.
   @Test("values queued from inside a delivery whose deinit reads the subject")
   func queuedValuesDeinitReadsTheSubject() async {
-    await withKnownIssue(
-      "a value's deinit runs under the subject's or the subscription's lock (issue 37 follow-up)"
-    ) {
-      await #expect(processExitsWith: .success) {
-        final class Token: @unchecked Sendable {
-          // Safety: set once before the token is sent.
-          var onDeinit: (() -> Void)?
-          deinit { onDeinit?() }
-        }
-        let subject = CurrentValueSubject<Token?, Never>(nil)
-        let reads = Atomic<Int>(0)
-        func token() -> Token {
-          let token = Token()
-          token.onDeinit = {
-            _ = subject.value
-            reads.add(1, ordering: .relaxed)
-          }
-          return token
-        }
-        var depth = 0
-        let sink = subject.sink { value in
-          guard value != nil, depth == 0 else { return }
-          depth += 1
-          subject.send(token())
-          subject.send(token())
-          subject.send(nil)
-        }
-        subject.send(token())
-        withExtendedLifetime(sink) {}
-        guard reads.load(ordering: .relaxed) == 3 else { exit(2) }
+    await #expect(processExitsWith: .success) {
+      final class Token: @unchecked Sendable {
+        // Safety: set once before the token is sent.
+        var onDeinit: (() -> Void)?
+        deinit { onDeinit?() }
       }
+      let subject = CurrentValueSubject<Token?, Never>(nil)
+      let reads = Atomic<Int>(0)
+      func token() -> Token {
+        let token = Token()
+        token.onDeinit = {
+          _ = subject.value
+          reads.add(1, ordering: .relaxed)
+        }
+        return token
+      }
+      var depth = 0
+      let sink = subject.sink { value in
+        guard value != nil, depth == 0 else { return }
+        depth += 1
+        subject.send(token())
+        subject.send(token())
+        subject.send(nil)
+      }
+      subject.send(token())
+      withExtendedLifetime(sink) {}
+      guard reads.load(ordering: .relaxed) == 3 else { exit(2) }
     }
   }
 
@@ -709,32 +705,28 @@ struct RequestTurnAttackTests {
   /// handed over to the turn on grants).
   @Test("values handed over by other threads whose deinit reads the subject")
   func handedOverValuesDeinitReadsTheSubject() async {
-    await withKnownIssue(
-      "a value's deinit runs under the subject's or the subscription's lock (issue 37 follow-up)"
-    ) {
-      await #expect(processExitsWith: .success) {
-        final class Token: @unchecked Sendable {
-          let probe: Probe<Int>
-          init(_ probe: Probe<Int>) { self.probe = probe }
-          deinit { probe.cancel() }  // cancels an unrelated subscription to the subject
-        }
-        let subject = PassthroughSubject<Token, Never>()
-        let sink = subject.sink { _ in usleep(10) }
-        let done = DispatchSemaphore(value: 0)
-        for _ in 0..<2 {
-          Thread.detachNewThread {
-            for _ in 0..<2_000 {
-              let probe = Probe<Int>(initialDemand: .none)
-              subject.map { _ in 0 }.subscribe(probe)
-              subject.send(Token(probe))
-            }
-            done.signal()
-          }
-        }
-        done.wait()
-        done.wait()
-        withExtendedLifetime(sink) {}
+    await #expect(processExitsWith: .success) {
+      final class Token: @unchecked Sendable {
+        let probe: Probe<Int>
+        init(_ probe: Probe<Int>) { self.probe = probe }
+        deinit { probe.cancel() }  // cancels an unrelated subscription to the subject
       }
+      let subject = PassthroughSubject<Token, Never>()
+      let sink = subject.sink { _ in usleep(10) }
+      let done = DispatchSemaphore(value: 0)
+      for _ in 0..<2 {
+        Thread.detachNewThread {
+          for _ in 0..<2_000 {
+            let probe = Probe<Int>(initialDemand: .none)
+            subject.map { _ in 0 }.subscribe(probe)
+            subject.send(Token(probe))
+          }
+          done.signal()
+        }
+      }
+      done.wait()
+      done.wait()
+      withExtendedLifetime(sink) {}
     }
   }
 
@@ -742,27 +734,23 @@ struct RequestTurnAttackTests {
   /// `deinit` cancels that subscription (a value that owns its subscription's teardown).
   @Test("an owed value replaced under the conduit whose deinit cancels the subscription")
   func replacedOwedValueDeinitCancels() async {
-    await withKnownIssue(
-      "a value's deinit runs under the subject's or the subscription's lock (issue 37 follow-up)"
-    ) {
-      await #expect(processExitsWith: .success) {
-        final class Token: @unchecked Sendable {
-          // Safety: set once before the token is sent.
-          var onDeinit: (() -> Void)?
-          deinit { onDeinit?() }
-        }
-        let probe = Probe<Token>(initialDemand: .none)
-        func makeSubject() -> CurrentValueSubject<Token, Never> {
-          let first = Token()
-          first.onDeinit = { probe.cancel() }
-          return CurrentValueSubject<Token, Never>(first)
-        }
-        let subject = makeSubject()
-        subject.subscribe(probe)
-        subject.send(Token())  // no demand: owed now, `first` released
-        probe.request(1)
-        guard probe.values.count <= 1 else { exit(2) }
+    await #expect(processExitsWith: .success) {
+      final class Token: @unchecked Sendable {
+        // Safety: set once before the token is sent.
+        var onDeinit: (() -> Void)?
+        deinit { onDeinit?() }
       }
+      let probe = Probe<Token>(initialDemand: .none)
+      func makeSubject() -> CurrentValueSubject<Token, Never> {
+        let first = Token()
+        first.onDeinit = { probe.cancel() }
+        return CurrentValueSubject<Token, Never>(first)
+      }
+      let subject = makeSubject()
+      subject.subscribe(probe)
+      subject.send(Token())  // no demand: owed now, `first` released
+      probe.request(1)
+      guard probe.values.count <= 1 else { exit(2) }
     }
   }
 

@@ -24,10 +24,13 @@ struct PublisherRuleTests {
       let count = deliverableCount(
         initialDemand: initial, demandPerValue: perValue, available: publisher.expected.count)
       let expected = Array(publisher.expected.prefix(count))
+      // A case whose completion the script's demand cannot reach would only wait out the
+      // timeout and pass (it once cost this suite ten minutes): a wait that times out fails.
       if count == publisher.expected.count {
-        await recorder.waitForCompletion()
+        let completion = await recorder.waitForCompletion(timeout: .seconds(120))
+        #expect(completion != nil, "\(initial), then \(perValue) per value: no completion")
       } else {
-        await recorder.waitForValues(count: count)
+        await recorder.waitForValues(count: count, timeout: .seconds(120))
       }
       #expect(recorder.values == expected, "\(initial), then \(perValue) per value")
       #expect(checker.violations.isEmpty, "\(checker.violations)")

@@ -30,6 +30,15 @@ public import Synchronization
 /// is in flight, otherwise in the drain that follows it, or before delivering the completion;
 /// after a cancel that a sender of another thread may overlap, when that sender leaves).
 ///
+/// **Replay.** A request that finds the subject's value owed to the subscriber (its first
+/// request to a `CurrentValueSubject` or `@Published`, or more demand after it went without)
+/// delivers it at once on the requesting thread, as Combine does, and with the subject's turn
+/// (``SubjectCore/withReplayTurn(_:)``): senders of other threads meanwhile are handed over or
+/// wait, as behind any delivery, so a slow first `receive` paces them instead of letting them
+/// queue values for this subscriber without bound, and the request's call delivers at most
+/// ``DeliveryContext/allowancePerCall`` of their values. The request never blocks for the
+/// turn.
+///
 /// **Demand**: a value offered while the subscriber has no demand is dropped (for subjects with a
 /// current value, the subscriber is then owed the latest value on its next request).
 /// **Ordering**: values reach the subscriber in the order the conduit accepted them; concurrent
@@ -242,10 +251,12 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   /// from inside a delivery is queued by the subject, so it never reaches a conduit nested).
   @inlinable
   func offer(_ value: Output) {
+    var replaced: Output?
     let action = withState { state in
       if suspendFastPath(state.parent, sender: true) == .inFlight { state.draining = true }
-      return state.offered(value, replaysCurrentValue: replaysCurrentValue)
+      return state.offered(value, replaysCurrentValue: replaysCurrentValue, replaced: &replaced)
     }
+    withExtendedLifetime(replaced) {}  // released after unlocking
     if case .deliver(let downstream) = action {
       drain(adding: downstream.receive(value))
     }
@@ -267,6 +278,24 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   func requestSpecialized(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: description)
     let demand = demandIsOnOff ? .unlimited : demand
+    // A replay runs holding the subject's turn (see the type: **Replay**).
+    if replaysCurrentValue, let parent = withState({ $0.replayNeedsTurn ? $0.parent : nil }) {
+      var announce: Parent?
+      // Not handed to the turn part way: the turn stops at this thread's waiter, so what
+      // other threads can queue for this subscriber meanwhile is bounded (see `withReplayTurn`).
+      parent.withReplayTurn { announce = requestNow(demand, handingOff: false) }
+      announce?.downstreamRequested()
+      return
+    }
+    // After draining: a value the upstream sends while it is asked for `.unlimited` then finds
+    // this conduit idle and is delivered at once, in order with the upstream's other effects.
+    requestNow(demand)?.downstreamRequested()
+  }
+
+  /// Adds `demand` and drains if this thread becomes the drainer; returns the parent to tell
+  /// of the subscriber's first request (after the turn, if the drain ran in one).
+  @inlinable
+  func requestNow(_ demand: Subscribers.Demand, handingOff: Bool = true) -> Parent? {
     let (drains, parent) = withState { state -> (Bool, Parent?) in
       // Eligible: demand is `.unlimited` already and nothing waits, so nothing changes (and a
       // sender may be delivering without the lock).
@@ -282,10 +311,8 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       if suspendFastPath(state.parent) == .inFlight { state.draining = true }
       return (state.requested(demand), state.firstRequest())
     }
-    if drains { drain(adding: .none) }
-    // After draining: a value the upstream sends while it is asked for `.unlimited` then finds
-    // this conduit idle and is delivered at once, in order with the upstream's other effects.
-    parent?.downstreamRequested()
+    if drains { drain(adding: .none, handingOff: handingOff) }
+    return parent
   }
 
   @inlinable
@@ -296,7 +323,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     var foreignSender = false
     let (released, fastDownstream) = withState {
       state -> (
-        (downstream: Downstream?, parent: Parent?, subject: AnyObject?, queue: [Output]),
+        (downstream: Downstream?, parent: Parent?, subject: AnyObject?, queue: [Output?]),
         Downstream?
       ) in
       guard state.downstream != nil else { return (state.cancelled(), nil) }
@@ -336,15 +363,17 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   /// The drain loop; only the thread that `ConduitState` made the drainer runs it.
   ///
   /// **Bounded**: the subject's sender may keep adding to the queue while another thread (a
-  /// `request`, a replay) drains it. After ``TurnWaiter/grantsPerTurn`` deliveries with more
-  /// queued, the drain is handed to the subject's turn (``SubjectCore/continueDrain(of:)``),
-  /// which continues it while no sender can offer, and this call returns.
+  /// `request`) drains it. After ``TurnWaiter/grantsPerTurn`` deliveries with more queued, the
+  /// drain is handed to the subject's turn (``SubjectCore/continueDrain(of:)``), which
+  /// continues it while no sender can offer, and this call returns — unless not `handingOff`
+  /// (a replay, whose turn waiter bounds what can be queued: see
+  /// ``SubjectCore/withReplayTurn(_:)``).
   @inlinable
-  func drain(adding demand: Subscribers.Demand) {
+  func drain(adding demand: Subscribers.Demand, handingOff: Bool = true) {
     var more = demand
     var delivered = 0
     while true {
-      if delivered == TurnWaiter.grantsPerTurn {
+      if handingOff, delivered == TurnWaiter.grantsPerTurn {
         delivered = 0
         let parent = withState { state -> Parent? in
           guard state.downstream != nil, state.queueHead < state.queue.count else { return nil }

@@ -34,7 +34,9 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   @usableFromInline var announcedDemand = false
   @usableFromInline var draining = false
   /// Values accepted against demand while a drainer was delivering, oldest first.
-  @usableFromInline var queue: [Output] = []
+  /// (Each value is moved out as it is delivered, so the buffer never holds the last
+  /// reference to one: released under the lock, its `deinit` could call the subject.)
+  @usableFromInline var queue: [Output?] = []
   @usableFromInline var queueHead = 0
   @usableFromInline var completion: Subscribers.Completion<Failure>?
   /// For subjects with a current value: the latest value this subscriber was sent (or the
@@ -44,6 +46,12 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   @usableFromInline var owedValue: Output?
 
   @inlinable var owesCurrentValue: Bool { owedValue != nil }
+
+  /// Whether a request now would replay the owed value from an idle state: the replay then
+  /// runs holding the subject's turn (see ``Conduit``).
+  @inlinable var replayNeedsTurn: Bool {
+    !draining && downstream != nil && completion == nil && owedValue != nil
+  }
 
   @inlinable init(
     downstream: Downstream, parent: Parent, subject: AnyObject?, replaysCurrentValue: Bool
@@ -58,14 +66,21 @@ struct ConduitState<Downstream: Subscriber, Parent> {
     case none
   }
 
-  @inlinable mutating func offered(_ value: Output, replaysCurrentValue: Bool) -> OfferAction {
+  /// `replaced`: a value owed before, which the caller releases after unlocking (its `deinit`
+  /// may call the subject or cancel this subscription).
+  @inlinable mutating func offered(
+    _ value: Output, replaysCurrentValue: Bool, replaced: inout Output?
+  ) -> OfferAction {
     guard let downstream, completion == nil else { return .none }
     guard demand > 0 else {
-      if replaysCurrentValue { owedValue = value }
+      if replaysCurrentValue {
+        replaced = owedValue.take()
+        owedValue = value
+      }
       return .none
     }
     demand -= 1
-    owedValue = nil
+    replaced = owedValue.take()
     if draining {
       queue.append(value)
       return .none
@@ -122,7 +137,9 @@ struct ConduitState<Downstream: Subscriber, Parent> {
     }
     guard let downstream else { Violation.internalInconsistency("conduit lost its downstream") }
     if queueHead < queue.count {
-      let value = queue[queueHead]
+      guard let value = queue[queueHead].take() else {
+        Violation.internalInconsistency("a conduit's queued value was taken twice")
+      }
       queueHead += 1
       if queueHead == queue.count {
         queue.removeAll(keepingCapacity: true)
@@ -155,11 +172,11 @@ struct ConduitState<Downstream: Subscriber, Parent> {
 
   /// Terminal; returns what to release (and to detach from) after unlocking. Idempotent.
   @inlinable mutating func cancelled() -> (
-    downstream: Downstream?, parent: Parent?, subject: AnyObject?, queue: [Output]
+    downstream: Downstream?, parent: Parent?, subject: AnyObject?, queue: [Output?]
   ) {
     guard downstream != nil else { return (nil, nil, nil, []) }
     // Moved out (`take()`), not copied and then cleared.
-    var queue: [Output] = []
+    var queue: [Output?] = []
     swap(&queue, &self.queue)
     queueHead = 0
     completion = nil
