@@ -37,8 +37,8 @@ private func printedLines(by body: () async throws -> Void) async rethrows -> [S
 
 @Suite("README: each snippet prints what the README says")
 struct ReadmeSnippets {
-  /// README.md, the block at line 131.
-  @MainActor func line131() async throws {
+  /// README.md, the block at line 132.
+  @MainActor func line132() async throws {
     final class Thermostat: ObservableObject {
       @Published var target = 20
     }
@@ -53,9 +53,9 @@ struct ReadmeSnippets {
     cancellable.cancel()
   }
 
-  @Test("README.md:131 prints what the README says")
-  func line131Prints() async throws {
-    let printed = try await printedLines { try await line131() }
+  @Test("README.md:132 prints what the README says")
+  func line132Prints() async throws {
+    let printed = try await printedLines { try await line132() }
     #expect(printed == [
       "target: 20",
       "target: 22",

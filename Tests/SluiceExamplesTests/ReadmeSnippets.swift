@@ -36,17 +36,17 @@ private func printedLines(by body: () async throws -> Void) async rethrows -> [S
 
 @Suite("README: each snippet prints what the README says")
 struct ReadmeSnippets {
-  /// README.md, the block at line 68.
-  @MainActor func line68() async throws {
+  /// README.md, the block at line 69.
+  @MainActor func line69() async throws {
     let scores = [3, 1, 4].publisher.map { $0 * 10 }
     for await score in scores.values {
       print(score)
     }
   }
 
-  @Test("README.md:68 prints what the README says")
-  func line68Prints() async throws {
-    let printed = try await printedLines { try await line68() }
+  @Test("README.md:69 prints what the README says")
+  func line69Prints() async throws {
+    let printed = try await printedLines { try await line69() }
     #expect(printed == [
       "30",
       "10",
@@ -54,8 +54,8 @@ struct ReadmeSnippets {
     ])
   }
 
-  /// README.md, the block at line 85.
-  @MainActor func line85() async throws {
+  /// README.md, the block at line 86.
+  @MainActor func line86() async throws {
     @Sendable func temperature(in city: String) async -> Double {
       city == "Oslo" ? 4.5 : 21
     }
@@ -69,17 +69,17 @@ struct ReadmeSnippets {
     print(readings)
   }
 
-  @Test("README.md:85 prints what the README says")
-  func line85Prints() async throws {
-    let printed = try await printedLines { try await line85() }
+  @Test("README.md:86 prints what the README says")
+  func line86Prints() async throws {
+    let printed = try await printedLines { try await line86() }
     #expect(printed == [
       "Oslo: 4.5 °C",
       "[\"Oslo: 4.5 °C\", \"Lisbon: 21.0 °C\"]",
     ])
   }
 
-  /// README.md, the block at line 107.
-  @MainActor func line107() async throws {
+  /// README.md, the block at line 108.
+  @MainActor func line108() async throws {
     actor Scoreboard {
       private(set) var total = 0
 
@@ -95,9 +95,9 @@ struct ReadmeSnippets {
     print(await board.total)
   }
 
-  @Test("README.md:107 prints what the README says")
-  func line107Prints() async throws {
-    let printed = try await printedLines { try await line107() }
+  @Test("README.md:108 prints what the README says")
+  func line108Prints() async throws {
+    let printed = try await printedLines { try await line108() }
     #expect(printed == [
       "7",
     ])
