@@ -3,9 +3,10 @@ import SluiceTesting
 import Synchronization
 import Testing
 
-/// One test per row of the README's table "Bad input, and what it gets": every misuse a user can
+/// One test per row of the table "Bad input, and what it gets" (the article "Guarantees and
+/// misuse", Sources/Sluice/Sluice.docc/GuaranteesAndMisuse.md): every misuse a user can
 /// commit, and what Sluice does (traps with the exact message, ignores, buffers, drops).
-@Suite("Bad input, and what it gets (the README's table)")
+@Suite("Bad input, and what it gets (the documented table)")
 struct MisuseTableTests {
   // MARK: Traps
 

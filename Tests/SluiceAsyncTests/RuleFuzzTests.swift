@@ -5,10 +5,12 @@ import SluiceTesting
 import Synchronization
 import Testing
 
-/// The seeds each publisher is fuzzed with: a fixed range in CI; `SLUICE_FUZZ_SEEDS=n` runs
-/// `n` per publisher.
+/// The seeds each publisher is fuzzed with: 120 at the full stress size (`SLUICE_STRESS_SCALE=1`,
+/// CI), scaled with it and never fewer than 12 (a plain `swift test` runs 12);
+/// `SLUICE_FUZZ_SEEDS=n` runs `n` per publisher whatever the scale.
 let fuzzSeeds = UInt64(
-  ProcessInfo.processInfo.environment["SLUICE_FUZZ_SEEDS"].flatMap(Int.init) ?? 120)
+  ProcessInfo.processInfo.environment["SLUICE_FUZZ_SEEDS"].flatMap(Int.init)
+    ?? max(12, stressScaled(120)))
 
 /// Fuzzes the publishers `make` builds with `fuzzSeeds` scripts and records the report.
 @discardableResult

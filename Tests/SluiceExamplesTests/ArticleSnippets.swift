@@ -69,6 +69,22 @@ struct ActorsAndPipelinesSnippets {
     }
   }
 
+  // Block 6.
+  @Observable @MainActor final class SearchScreen {
+    var query = ""
+    private(set) var results: [String] = []
+    @ObservationIgnored private var cancellable: AnyCancellable?
+
+    init(search: @escaping @Sendable (String) async throws -> [String]) {
+      cancellable = ObservationPublisher { [weak self] in self?.query ?? "" }
+        .debounce(for: .milliseconds(300), scheduler: DispatchQueue.main)
+        .removeDuplicates()
+        .map { query in AsyncFuture { try await search(query) }.replaceError(with: []) }
+        .switchToLatest()
+        .sink(isolatedTo: MainActor.shared) { [weak self] _, found in self?.results = found }
+    }
+  }
+
 }
 
 /// The code of Sources/Sluice/Sluice.docc/BridgingPublishersAndAsyncAwait.md.
@@ -231,6 +247,17 @@ struct TestingPipelinesSnippets {
   }
 
   // Block 5.
+  @Test func debounceAsADiagram() throws {
+    let scheduler = DispatchQueue.test
+    let input = try scheduler.coldPublisher(
+      "-a--b-c------d-|", values: ["a": 1, "b": 2, "c": 3, "d": 4])
+    let check = try scheduler.checkMarbles(
+      input.debounce(for: .seconds(2), scheduler: scheduler),
+      expected: "---a----c------|", values: ["a": 1, "c": 3])
+    #expect(check.matches, "\(check)")
+  }
+
+  // Block 6.
   @Test func drawDebounce() throws {
     let scheduler = DispatchQueue.test
     let input = try scheduler.coldPublisher("-a--b-c---|", values: ["a": 1, "b": 2, "c": 3])

@@ -142,7 +142,7 @@ extension DispatchQueue: Scheduler {
       }
 
       public static func < (lhs: Stride, rhs: Stride) -> Bool { lhs.magnitude < rhs.magnitude }
-      /// The product, saturating (Combine's returns 0; see the README's list of deviations).
+      /// The product, saturating (Combine's returns 0; see "Differences from Combine").
       public static func * (lhs: Stride, rhs: Stride) -> Stride {
         Stride(nanoseconds: saturating(lhs.magnitude, times: rhs.magnitude))
       }

@@ -19,7 +19,7 @@ import Foundation
 /// the ticks it missed (as a repeating `Timer`). **Cancellation** removes the action and
 /// releases it after unlocking (a repeating action cancelled while it runs is not put back).
 /// **Lifetime**: the timer stays in its mode for as long as the run loop lives, so that mode is
-/// never empty again (`run()` does not return for lack of work; a difference the README lists).
+/// never empty again (`run()` does not return for lack of work; see "Differences from Combine").
 ///
 /// States / Transitions (the lock's state; `armed` is the fire date last set):
 /// | event | idle (not firing) | firing (the timer's handler, until its re-arm block ran) |

@@ -6,7 +6,7 @@ import Testing
 @testable import SluiceCore
 
 /// Adversarial checks of issue 37's claims (issue 37): the per-call bound and bounded memory in
-/// shapes the CallBoundTests do not build, and the README's rule for blocking subscribers.
+/// shapes the CallBoundTests do not build, and the documented rule for blocking subscribers.
 @Suite(
   "Liveness, attacked: per-call bound, memory and the blocking-subscriber rule",
   .onThreadsOfTheirOwn)
@@ -130,7 +130,7 @@ struct AdversarialBoundTests {
     withExtendedLifetime(holder) {}
   }
 
-  /// The README's rule, the nested case: no third thread sends at all and the other thread
+  /// The documented rule, the nested case: no third thread sends at all and the other thread
   /// sends one value — but the blocked subscriber's turn is the third one its call holds
   /// (subject → subject → subject), whose grants the first two turns already reserved from the
   /// call's allowance (32 + 32 of 64), so the one value finds no grant and waits: without the
@@ -165,7 +165,7 @@ struct AdversarialBoundTests {
     #expect(returned)
     #expect(
       sawOtherReturn.withLock { $0 } == false,
-      "README: a turn nested below turns that reserved the call's allowance has no grant")
+      "Rule: a turn nested below turns that reserved the call's allowance has no grant")
     withExtendedLifetime((c0, c1, c2)) {}
   }
 
@@ -201,7 +201,7 @@ struct AdversarialBoundTests {
     #expect(returned)
     #expect(
       sawOtherReturn.withLock { $0 } == false,
-      "README: a turn nested below turns that reserved the call's allowance has no grant")
+      "Rule: a turn nested below turns that reserved the call's allowance has no grant")
     withExtendedLifetime((c0, c1)) {}
   }
 

@@ -5,7 +5,7 @@ import Testing
 
 @testable import SluiceCore
 
-/// The README's rule for a subscriber that blocks inside `receive` until another thread's call
+/// The documented rule for a subscriber that blocks inside `receive` until another thread's call
 /// returns, tested sentence by sentence: that call returns if the turn the blocked subscriber
 /// is in still has a grant for it, or if it is made from inside a delivery; it waits — and,
 /// without a timeout, the two would deadlock — when it is made outside any delivery and the

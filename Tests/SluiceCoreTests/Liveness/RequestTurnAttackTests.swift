@@ -144,7 +144,7 @@ struct RequestTurnAttackTests {
   }
 
   /// The same, from inside a delivery of the same subject (to another subscriber), no other
-  /// thread sending: Combine delivers the replay before `sink` returns; the README says "When
+  /// thread sending: Combine delivers the replay before `sink` returns; Sluice's rule: "When
   /// no other thread is delivering, that is at once, on the requesting thread".
   @Test("sink on a CurrentValueSubject from inside its own delivery has its value")
   func replayInsideTheSameSubjectsDelivery() {

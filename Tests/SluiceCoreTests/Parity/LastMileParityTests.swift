@@ -138,7 +138,7 @@ struct LastMileParityTests {
   }
 }
 
-/// Differences README's "Where Sluice differs from Combine, on purpose" lists (issue 40): each
+/// Differences the article "Differences from Combine" lists (issue 40): each
 /// pinned down, so that a change shows up here and in the list together.
 @Suite("Combine parity, the last mile: documented differences")
 struct LastMileDocumentedDifferenceTests {

@@ -67,7 +67,7 @@ struct RunLoopWakeTests {
     sleeping.stop()
   }
 
-  /// Documented difference (README): a run loop keeps Sluice's wake-up timer for that mode once
+  /// Documented difference (DocC): a run loop keeps Sluice's wake-up timer for that mode once
   /// it has been scheduled on, so the mode is never empty again — `run(mode:before:)` waits for
   /// its date instead of returning `false` at once. (Combine's one-shot timers leave the run
   /// loop when they fire; swift-corelibs-foundation keeps ~350 bytes of each.)

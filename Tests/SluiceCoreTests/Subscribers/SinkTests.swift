@@ -173,7 +173,7 @@ struct AssignTests {
     #expect(model.value == 7)
   }
 
-  /// README, "Where Sluice differs": a `cancel()` before the subscription is honoured (Combine
+  /// "Differences from Combine" (DocC): a `cancel()` before the subscription is honoured (Combine
   /// forgets it and keeps the object).
   @Test func aCancelBeforeTheSubscriptionIsHonoured() {
     let model = Model()
