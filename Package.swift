@@ -76,8 +76,11 @@ let package = Package(
       swiftSettings: strict),
     // Helpers shared by the test targets (not a product): racing producers, threads of their own.
     .target(
-      name: "SluiceTestSupport", path: "Tests/SluiceTestSupport",
+      name: "SluiceTestSupport", dependencies: ["SluiceHeapStats"], path: "Tests/SluiceTestSupport",
       swiftSettings: strict),
+    // The heap bytes alive in the process, from its allocator (memory tests count what is still
+    // allocated, not resident pages, so they hold under the sanitizers too).
+    .target(name: "SluiceHeapStats", path: "Tests/SluiceHeapStats"),
     .testTarget(
       name: "SluiceCoreTests", dependencies: ["SluiceCore", "SluiceTesting", "SluiceTestSupport"],
       swiftSettings: strict),

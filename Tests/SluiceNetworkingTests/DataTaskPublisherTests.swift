@@ -152,6 +152,7 @@ final class DataTaskPublisherTests {
     // Tasks that only cancellation ends: FoundationNetworking traps when a task is cancelled
     // while it completes through a custom `URLProtocol` (its bug, not this publisher's).
     let session = TaskTrackingSession()
+    defer { session.end() }
     for round in 0..<50 {
       let url = url("hang/\(round)")
       let checker = RuleChecker()
@@ -186,6 +187,7 @@ final class DataTaskPublisherTests {
     let recorder = RecordingSubscriber<(data: Data, response: URLResponse), URLError>(
       initialDemand: .none)
     let session = TaskTrackingSession(onCreate: { recorder.cancel() })
+    defer { session.end() }
     session.dataTaskPublisher(for: url).subscribe(recorder)
     recorder.request(.max(1))
     let task = try #require(session.tasks(for: url).first)
@@ -275,6 +277,9 @@ struct URLSessionExampleTests {
 
 /// A session answered by ``StubProtocol`` that keeps every data task it makes (by URL) and runs
 /// `onCreate` right after making one, before returning it.
+///
+/// Like every `URLSession`, it lives until it is invalidated (with its queues, its tasks and
+/// what `onCreate` captured): a test ends it with ``end()``.
 final class TaskTrackingSession: URLSession, @unchecked Sendable {
   // Safety: `made` is guarded by `lock`; `onCreate` is set once.
   private let lock = NSLock()
@@ -290,6 +295,13 @@ final class TaskTrackingSession: URLSession, @unchecked Sendable {
 
   func tasks(for url: URL) -> [URLSessionDataTask] {
     lock.withLock { made[url.absoluteString] ?? [] }
+  }
+
+  /// Invalidates the session (cancelling what still runs) and forgets its tasks, which refer
+  /// to it.
+  func end() {
+    invalidateAndCancel()
+    lock.withLock { made = [:] }
   }
 
   override func dataTask(

@@ -70,38 +70,44 @@ extension Publishers {
 /// (`"Autoconnect"`, mirror `parent`, `downstream`).
 ///
 /// It passes every signal through, handing the downstream an ``AutoconnectSubscription`` around
-/// the upstream's subscription. Its one state: whether it has been counted out (the first
-/// `cancel()` counts it out of the parent's reference count, and may disconnect).
+/// the upstream's subscription. Its state (``SubscriberLifecycle``, the downstream as payload):
+/// the first `cancel()` counts it out of the parent's reference count (and may disconnect), and
+/// cancel and completion release the downstream, which may keep its subscription — and through
+/// it this object — after cancelling it.
 @usableFromInline
 final class AutoconnectSubscriber<Upstream: ConnectablePublisher, Downstream: Subscriber>:
   Subscriber, Cancellable, CustomStringConvertible, CustomReflectable,
   CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
 where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failure {
-  // Safety: the upstream subscription is in the lifecycle box; the downstream and parent are
+  // Safety: the upstream subscription and the downstream are in the lifecycle box; the parent is
   // immutable; the downstream is called after unlocking.
   @usableFromInline typealias Input = Downstream.Input
   @usableFromInline typealias Failure = Downstream.Failure
 
   @usableFromInline let parent: Publishers.Autoconnect<Upstream>
-  @usableFromInline let downstream: Downstream
-  @usableFromInline let box = LifecycleBox<Void>(())
+  @usableFromInline let box: LifecycleBox<Downstream>
 
   @inlinable init(parent: Publishers.Autoconnect<Upstream>, downstream: Downstream) {
     self.parent = parent
-    self.downstream = downstream
+    box = LifecycleBox(downstream)
   }
 
   @inlinable func receive(subscription: any Subscription) {
-    if box.receive(subscription: subscription, requesting: .none) {
+    if box.receive(subscription: subscription, requesting: .none),
+      let downstream = box.payloadForValue()
+    {
       downstream.receive(subscription: AutoconnectSubscription(upstream: subscription, owner: self))
     }
   }
 
-  @inlinable func receive(_ input: Input) -> Subscribers.Demand { downstream.receive(input) }
+  @inlinable func receive(_ input: Input) -> Subscribers.Demand {
+    // Before the subscription too: passed through as it comes.
+    box.payloadForValue(beforeSubscription: true)?.receive(input) ?? .none
+  }
 
   @inlinable func receive(completion: Subscribers.Completion<Failure>) {
-    downstream.receive(completion: completion)
+    box.payloadForCompletion()?.receive(completion: completion)
   }
 
   /// Cancels the upstream subscription and counts this subscriber out, once.
@@ -113,7 +119,9 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @usableFromInline var description: String { "Autoconnect" }
   @usableFromInline var customMirror: Mirror {
-    Mirror(self, children: [("parent", parent as Any), ("downstream", downstream as Any)])
+    // The downstream until cancel or completion, then `nil`.
+    let downstream: Any = box.payload.map { $0 as Any } ?? (nil as Downstream?) as Any
+    return Mirror(self, children: [("parent", parent as Any), ("downstream", downstream)])
   }
   @usableFromInline var playgroundDescription: Any { description }
 }

@@ -21,6 +21,12 @@ struct RequestTurnAttackTests {
   /// A subscriber whose demand the test drives. It records what it receives, and counts the
   /// rule breaks it can see itself: two `receive` calls at once, a value beyond the demand
   /// requested so far, anything after its completion.
+  ///
+  /// It keeps its subscription until it is cancelled or completed, as a subscriber does (and
+  /// even after `cancel()`: the subscription must let go of it then). A probe left subscribed
+  /// to a subject that goes on is a live subscription: it and its conduit keep each other, so
+  /// every test cancels the probes it leaves subscribed (the address sanitizer's leak check
+  /// reports them otherwise).
   final class Probe<Input: Sendable>: Subscriber, @unchecked Sendable {
     // Safety: `subscription`, `values`, `completions` only under `lock`; the rest atomics;
     // `onValue` and `initialDemand` are set in `init`.
@@ -293,6 +299,7 @@ struct RequestTurnAttackTests {
     #expect(probe.overlaps.load(ordering: .relaxed) == 0)
     #expect(probe.beyondDemand.load(ordering: .relaxed) == 0)
     #expect(Self.inSendersOrder(probe.values.filter { $0 != 0 }))
+    probe.cancel()
   }
 
   /// A cancelled subscriber keeps its subscription (as subscribers may); the value its conduit
@@ -346,6 +353,7 @@ struct RequestTurnAttackTests {
       subject.send(3)
       #expect(probe.values == [1, 2, 3])
       #expect(probe.overlaps.load(ordering: .relaxed) == 0)
+      probe.cancel()
       withExtendedLifetime(slow) {}
     }
   }
@@ -390,6 +398,7 @@ struct RequestTurnAttackTests {
       subject.send(3)
       let values = probe.values
       #expect(values.last == 3 && values.count >= 2 && Self.inSendersOrder(values), "\(values)")
+      probe.cancel()
       withExtendedLifetime((c1, c2, slow)) {}
     }
   }
@@ -435,6 +444,7 @@ struct RequestTurnAttackTests {
       #expect(probe.overlaps.load(ordering: .relaxed) == 0, "\(kind): concurrent receives")
       #expect(probe.beyondDemand.load(ordering: .relaxed) == 0, "\(kind): beyond demand")
       #expect(Self.inSendersOrder(probe.values), "\(kind): order")
+      probe.cancel()
       withExtendedLifetime((busy, busy2)) {}
     }
   }
@@ -464,6 +474,8 @@ struct RequestTurnAttackTests {
     // Y asked for one more per value X received and got at most that; the last values were
     // sent with demand, so Y ends on a value sent last by one of the threads.
     #expect(y.received.load(ordering: .relaxed) > 1)
+    x.cancel()
+    y.cancel()
   }
 
   /// Demand added from inside `receive(subscription:)` of a subscriber attached from inside a
@@ -488,6 +500,7 @@ struct RequestTurnAttackTests {
       #expect(Self.inSendersOrder(values), "\(values.prefix(8))")
       #expect(probe.overlaps.load(ordering: .relaxed) == 0)
       #expect(probe.beyondDemand.load(ordering: .relaxed) == 0)
+      probe.cancel()
     }
     withExtendedLifetime(attacher) {}
   }
@@ -611,8 +624,9 @@ struct RequestTurnAttackTests {
       #expect(probe.overlaps.load(ordering: .relaxed) == 0)
       #expect(probe.beyondDemand.load(ordering: .relaxed) == 0)
       #expect(Self.inSendersOrder(probe.values.filter { $0 != 0 }))
+      probe.cancel()
     }
-    withExtendedLifetime(connection) {}
+    connection.cancel()
   }
 
   // MARK: A call's work
@@ -658,6 +672,7 @@ struct RequestTurnAttackTests {
       print(
         "requestStream: the sender's call ran while "
           + "\(requestsAfterRelease.load(ordering: .relaxed)) requests were made (limit \(limit))")
+      pulled.cancel()
       withExtendedLifetime(slow) {}
     }
     #expect(

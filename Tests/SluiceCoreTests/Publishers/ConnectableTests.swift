@@ -75,6 +75,43 @@ struct ConnectableTests {
     third.cancel()
   }
 
+  /// A subscriber may keep its subscription after cancelling it (the rule is on the
+  /// subscription: let go of the subscriber). Autoconnect's kept it, so a subscriber of
+  /// `share()` that did so was never freed, with the subject and the upstream it reached
+  /// (found by the address sanitizer's leak check, issue 41).
+  @Test("autoconnect lets go of a subscriber that keeps its cancelled or finished subscription")
+  func autoconnectReleasesASubscriberThatKeepsItsSubscription() {
+    final class Token: Sendable {}
+    weak var cancelledOne: Token?
+    weak var finishedOne: Token?
+    let subject = PassthroughSubject<Int, Never>()
+    let shared = subject.share()
+    var kept: [any Subscription] = []
+    do {
+      let token = Token()
+      cancelledOne = token
+      shared.subscribe(
+        Probe<Int, Never>(onSubscription: {
+          kept.append($0)
+          withExtendedLifetime(token) {}
+        }))
+      kept.last?.cancel()
+    }
+    #expect(cancelledOne == nil, "the cancelled subscription still holds its subscriber")
+    do {
+      let token = Token()
+      finishedOne = token
+      shared.subscribe(
+        Probe<Int, Never>(onSubscription: {
+          kept.append($0)
+          withExtendedLifetime(token) {}
+        }))
+    }
+    subject.send(completion: .finished)
+    #expect(finishedOne == nil, "the finished subscription still holds its subscriber")
+    #expect(kept.count == 2)
+  }
+
   @Test func autoconnectFirstSubscriberSeesSynchronousValues() {
     let recorder = RecordingSubscriber<Int, Never>()
     [1, 2, 3].publisher.makeConnectable().autoconnect().subscribe(recorder)
