@@ -1,6 +1,7 @@
 #include "SluiceHeapStats.h"
 
 #include <stddef.h>
+#include <stdlib.h>  // defines __GLIBC__ (through features.h) on glibc
 
 #if defined(__APPLE__)
 #include <dlfcn.h>
