@@ -367,19 +367,22 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// are at most that turn's batch. Afterwards the thread withdraws the waiter if the turn has
   /// not reached it, or else takes the turn as its outermost delivery ends and runs what
   /// waits, within its allowance. It never blocks for the turn.
+  /// `body`'s argument: whether values of other threads it delivers count against this call's
+  /// allowance (the replay runs without the turn: the values the turn in progress queued for
+  /// the subscriber meanwhile are others').
   @inlinable
-  func withReplayTurn(_ body: () -> Void) {
+  func withReplayTurn(_ body: (_ charged: Bool) -> Void) {
     let context = DeliveryContext.current
     let claim = state.withLock { subscribers.claimTurn(by: context, &$0.subscribers) }
     switch claim {
     case .nested:
-      body()
+      body(false)
     case .draining:
-      body()
+      body(false)
       leave(context, held: SharedSubscriberList<Output, Failure>.draining)
     case .wait(let waiter):
       context.enter()
-      body()
+      body(true)
       if !waiter.withdraw() {
         context.deferTurn(waiter) { [self] in
           subscribers.beginTurn(context)

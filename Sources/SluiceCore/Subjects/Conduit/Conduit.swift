@@ -283,7 +283,9 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       var announce: Parent?
       // Not handed to the turn part way: the turn stops at this thread's waiter, so what
       // other threads can queue for this subscriber meanwhile is bounded (see `withReplayTurn`).
-      parent.withReplayTurn { announce = requestNow(demand, handingOff: false) }
+      parent.withReplayTurn { charged in
+        announce = requestNow(demand, handingOff: false, charged: charged)
+      }
       announce?.downstreamRequested()
       return
     }
@@ -295,7 +297,9 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   /// Adds `demand` and drains if this thread becomes the drainer; returns the parent to tell
   /// of the subscriber's first request (after the turn, if the drain ran in one).
   @inlinable
-  func requestNow(_ demand: Subscribers.Demand, handingOff: Bool = true) -> Parent? {
+  func requestNow(
+    _ demand: Subscribers.Demand, handingOff: Bool = true, charged: Bool = false
+  ) -> Parent? {
     let (drains, parent) = withState { state -> (Bool, Parent?) in
       // Eligible: demand is `.unlimited` already and nothing waits, so nothing changes (and a
       // sender may be delivering without the lock).
@@ -311,7 +315,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       if suspendFastPath(state.parent) == .inFlight { state.draining = true }
       return (state.requested(demand), state.firstRequest())
     }
-    if drains { drain(adding: .none, handingOff: handingOff) }
+    if drains { drain(adding: .none, handingOff: handingOff, charged: charged) }
     return parent
   }
 
@@ -368,10 +372,15 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   /// continues it while no sender can offer, and this call returns — unless not `handingOff`
   /// (a replay, whose turn waiter bounds what can be queued: see
   /// ``SubjectCore/withReplayTurn(_:)``).
+  ///
+  /// `charged`: every value after the first (the replay) is another thread's, queued while the
+  /// replay ran, and spends one of this call's allowance (``DeliveryContext/spendOne()``), so the
+  /// turn the call may take afterwards delivers that much less for others.
   @inlinable
-  func drain(adding demand: Subscribers.Demand, handingOff: Bool = true) {
+  func drain(adding demand: Subscribers.Demand, handingOff: Bool = true, charged: Bool = false) {
     var more = demand
     var delivered = 0
+    var first = true
     while true {
       if handingOff, delivered == TurnWaiter.grantsPerTurn {
         delivered = 0
@@ -404,6 +413,9 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       withExtendedLifetime(released) {}
       switch step {
       case .deliver(let downstream, let value):
+        if charged {
+          if first { first = false } else { _ = DeliveryContext.current.spendOne() }
+        }
         more = downstream.receive(value)
       case .complete(let downstream, let completion, let parent, let subject):
         parent?.detach(self)
