@@ -21,10 +21,16 @@ public struct PipelinesService: Sluice_Pipelines_Pipelines.ServiceProtocol {
   public let events: ServiceEvents
   /// Values asked for ahead of the response writer.
   public let prefetch: Int
+  /// How long a response write may wait for a client that takes nothing before the RPC ends
+  /// (`StreamingServerResponse(publishing:writeStallTimeout:)`); `nil`: without bound.
+  public let writeStallTimeout: Duration?
 
-  public init(events: ServiceEvents = ServiceEvents(), prefetch: Int = 16) {
+  public init(
+    events: ServiceEvents = ServiceEvents(), prefetch: Int = 16, writeStallTimeout: Duration? = nil
+  ) {
     self.events = events
     self.prefetch = prefetch
+    self.writeStallTimeout = writeStallTimeout
   }
 
   public func count(request: ServerRequest<CountRequest>, context: ServerContext) async throws
@@ -32,7 +38,8 @@ public struct PipelinesService: Sluice_Pipelines_Pipelines.ServiceProtocol {
   {
     events.rpc("Count", context.remotePeer)
     return StreamingServerResponse(
-      publishing: Self.ticks(for: request.message, events: events), prefetch: prefetch)
+      publishing: Self.ticks(for: request.message, events: events), prefetch: prefetch,
+      writeStallTimeout: writeStallTimeout)
   }
 
   public func sum(request: StreamingServerRequest<Tick>, context: ServerContext) async throws
@@ -63,7 +70,7 @@ public struct PipelinesService: Sluice_Pipelines_Pipelines.ServiceProtocol {
           receiveCancel: { events.cancelled() }
         )
         .map { tick in Tick.with { $0.value = tick.value * tick.value } },
-      prefetch: prefetch)
+      prefetch: prefetch, writeStallTimeout: writeStallTimeout)
   }
 
   /// The counting pipeline of a `Count` request: `start`, `start + 1`, … (`count` of them, or

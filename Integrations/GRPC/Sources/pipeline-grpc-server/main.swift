@@ -9,7 +9,10 @@
 //
 //   pipeline-grpc-server [--port P] [--window BYTES] [--max-request-bytes BYTES]
 //                        [--max-concurrent-streams N] [--keepalive-ms MS] [--prefetch N]
-//                        [--report-ms MS] [--plain]
+//                        [--write-stall-ms MS] [--report-ms MS] [--plain]
+//
+// --write-stall-ms ends a response stream whose write has waited that long for a client that
+// takes nothing (a stopped or vanished client; off by default): the source sees cancel().
 //
 // --plain serves the same RPCs written as plain grpc-swift loops (the anchor the tests compare
 // the adapters with): `cancelled` then reports when the RPC was cancelled.
@@ -31,7 +34,9 @@ let events = ServiceEvents(
 let service: any RegistrableRPCService =
   CommandLine.arguments.contains("--plain")
   ? PlainPipelinesService(events: events)
-  : PipelinesService(events: events, prefetch: commandLineOption("--prefetch") ?? 16)
+  : PipelinesService(
+    events: events, prefetch: commandLineOption("--prefetch") ?? 16,
+    writeStallTimeout: commandLineOption("--write-stall-ms").map { .milliseconds($0) })
 let server = GRPCServer(
   transport: settings.serverTransport(port: commandLineOption("--port") ?? 0), services: [service])
 

@@ -11,7 +11,8 @@ protocol HandedOverPipeline<Output>: Sendable {
   associatedtype Output: Sendable
 
   /// Writes the pipeline (see `PipelineWriting.write`): how it completed, or `nil` if cancelled
-  /// first. A second call throws `.internalError`: a pipeline is subscribed to once.
+  /// first; throws the writer's errors and a write stall's. A second call throws
+  /// `.internalError`: a pipeline is subscribed to once.
   func write(to writer: RPCWriter<Output>) async throws -> Subscribers.Completion<any Error>?
 }
 
@@ -20,17 +21,21 @@ protocol HandedOverPipeline<Output>: Sendable {
 final class OneShotPipeline<P: Publisher>: HandedOverPipeline where P.Output: Sendable {
   @usableFromInline let publisher: OneShot<P>
   @usableFromInline let prefetch: Int
+  @usableFromInline let writeStallTimeout: Duration?
 
   @inlinable
-  init(_ publisher: sending P, prefetch: Int) {
+  init(_ publisher: sending P, prefetch: Int, writeStallTimeout: Duration? = nil) {
     self.publisher = OneShot(publisher)
     self.prefetch = prefetch
+    self.writeStallTimeout = writeStallTimeout
   }
 
   @inlinable
   func write(to writer: RPCWriter<P.Output>) async throws -> Subscribers.Completion<any Error>? {
     guard let publisher = publisher.take() else { throw Self.writtenTwice() }
-    switch try await PipelineWriting.write(publisher, prefetch: prefetch, to: writer) {
+    switch try await PipelineWriting.write(
+      publisher, prefetch: prefetch, writeStallTimeout: writeStallTimeout, to: writer)
+    {
     case .finished?: return .finished
     case .failure(let failure)?: return .failure(failure)
     case nil: return nil

@@ -15,4 +15,11 @@ enum GRPCViolation {
       "API Violation: prefetch \(prefetch) for a pipeline written to a gRPC stream: the values "
         + "asked for ahead of the writer must be at least 1")
   }
+
+  @usableFromInline
+  static func writeStallTimeout(_ timeout: Duration) -> Never {
+    fatalError(
+      "API Violation: writeStallTimeout \(timeout) for a pipeline written to a gRPC stream: "
+        + "it must be positive, or nil for no timeout")
+  }
 }
