@@ -134,6 +134,7 @@ struct ReplayTurnAdversarialTests {
         inCall <= DeliveryContext.allowancePerCall,
         "one request call delivered \(inCall) values of another thread")
     }
+    probe.lockedCancel()  // a live subscription and its subscriber keep each other
     withExtendedLifetime(d) {}
   }
 
@@ -394,6 +395,7 @@ struct ReplayTurnAdversarialTests {
     #expect(probe.beyondDemand.load(ordering: .relaxed) == 0, "beyond demand")
     #expect(probe.received.load(ordering: .relaxed) == requesters * perRequester)
     #expect(Self.inSendersOrder(Array(probe.values.dropFirst())), "order")
+    probe.cancel()  // a live subscription and its subscriber keep each other
     withExtendedLifetime(busy) {}
   }
 
