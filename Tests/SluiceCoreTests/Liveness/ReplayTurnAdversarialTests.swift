@@ -128,7 +128,8 @@ struct ReplayTurnAdversarialTests {
       "adv37c: replayDrainsABurst: the request call delivered \(inCall) values of another "
         + "thread (bound \(DeliveryContext.allowancePerCall))")
     withKnownIssue(
-      "issue 37, open: the holder's own burst, queued before its turn reached the replay's waiter"
+      "issue 37, open: the holder's own burst, queued before its turn reached the replay's waiter",
+      isIntermittent: true
     ) {
       #expect(
         inCall <= DeliveryContext.allowancePerCall,
@@ -184,7 +185,8 @@ struct ReplayTurnAdversarialTests {
       "adv37c: slowReplaysWhileASinkSendsBursts: worst subscribe+request call delivered "
         + "\(measured) values of another thread (bound \(DeliveryContext.allowancePerCall))")
     withKnownIssue(
-      "issue 37, open: the holder's own burst, queued before its turn reached the replay's waiter"
+      "issue 37, open: the holder's own burst, queued before its turn reached the replay's waiter",
+      isIntermittent: true
     ) {
       #expect(measured <= DeliveryContext.allowancePerCall, "worst request call: \(measured)")
     }
@@ -648,7 +650,10 @@ struct ReplayTurnAdversarialTests {
       for _ in 0..<5 {
         if finished.wait(timeout: .now() + 300) == .timedOut { exit(3) }
       }
-      withExtendedLifetime(busy) {}
+      // The current value's hook captures the subject: replace it with a token without one,
+      // so that the subject and its value do not keep each other (LeakSanitizer).
+      subject.send(Token(3))
+      busy.cancel()
     }
   }
 }
