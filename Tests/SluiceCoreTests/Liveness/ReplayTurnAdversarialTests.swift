@@ -164,7 +164,7 @@ struct ReplayTurnAdversarialTests {
         return
       }
       defer { done.store(true, ordering: .relaxed) }
-      for _ in 0..<200 {
+      for _ in 0..<max(50, stressScaled(200)) {
         let probe = SlowReplaySubscriber { usleep(2_000) }
         subject.subscribe(probe)
         probe.request(.unlimited)
@@ -218,7 +218,7 @@ struct ReplayTurnAdversarialTests {
         return
       }
       defer { done.store(true, ordering: .relaxed) }
-      for _ in 0..<300 {
+      for _ in 0..<max(75, stressScaled(300)) {
         let probe = SlowReplaySubscriber { usleep(2_000) }
         subject.subscribe(probe)
         probe.request(.unlimited)
@@ -374,7 +374,7 @@ struct ReplayTurnAdversarialTests {
     let probe = Probe<Int>(initialDemand: .none)
     subject.subscribe(probe)
     let requesters = 3
-    let perRequester = 1_000
+    let perRequester = max(200, stressScaled(1_000))
     let requestersDone = Atomic<Int>(0)
     let returned = await allReturn(threads: requesters + 2, deadline: .seconds(600)) { index in
       if index < requesters {
