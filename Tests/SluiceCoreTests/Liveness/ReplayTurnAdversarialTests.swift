@@ -77,6 +77,27 @@ struct ReplayTurnAdversarialTests {
     func lockedCancel() { lock.withLock { storedSubscription }?.cancel() }
   }
 
+  /// Attaches `rounds` subscribers one after another, each with a 2 ms replay, and keeps in
+  /// `worst` the most values of other threads one of them received inside its request call.
+  static func attachSlowReplays(
+    to subject: CurrentValueSubject<Int, Never>, rounds: Int, worst: borrowing Atomic<Int>
+  ) {
+    for _ in 0..<rounds {
+      let probe = SlowReplaySubscriber { usleep(2_000) }
+      subject.subscribe(probe)
+      probe.request(.unlimited)
+      let inCall = probe.deliveredInsideRequest.load(ordering: .relaxed) - 1
+      var seen = worst.load(ordering: .relaxed)
+      while inCall > seen {
+        let (exchanged, now) = worst.compareExchange(
+          expected: seen, desired: inCall, ordering: .relaxed)
+        if exchanged { break }
+        seen = now
+      }
+      probe.lockedCancel()
+    }
+  }
+
   // MARK: 1. Per-call bound and queue bound
 
   /// Another thread's turn has values queued behind its delivery (a sink that sends a burst
@@ -164,20 +185,7 @@ struct ReplayTurnAdversarialTests {
         return
       }
       defer { done.store(true, ordering: .relaxed) }
-      for _ in 0..<max(50, stressScaled(200)) {
-        let probe = SlowReplaySubscriber { usleep(2_000) }
-        subject.subscribe(probe)
-        probe.request(.unlimited)
-        let inCall = probe.deliveredInsideRequest.load(ordering: .relaxed) - 1
-        var seen = worst.load(ordering: .relaxed)
-        while inCall > seen {
-          let (exchanged, now) = worst.compareExchange(
-            expected: seen, desired: inCall, ordering: .relaxed)
-          if exchanged { break }
-          seen = now
-        }
-        probe.lockedCancel()
-      }
+      Self.attachSlowReplays(to: subject, rounds: max(50, stressScaled(200)), worst: worst)
     }
     #expect(returned, "every call returned")
     let measured = worst.load(ordering: .relaxed)
@@ -218,20 +226,7 @@ struct ReplayTurnAdversarialTests {
         return
       }
       defer { done.store(true, ordering: .relaxed) }
-      for _ in 0..<max(75, stressScaled(300)) {
-        let probe = SlowReplaySubscriber { usleep(2_000) }
-        subject.subscribe(probe)
-        probe.request(.unlimited)
-        let inCall = probe.deliveredInsideRequest.load(ordering: .relaxed) - 1
-        var seen = worst.load(ordering: .relaxed)
-        while inCall > seen {
-          let (exchanged, now) = worst.compareExchange(
-            expected: seen, desired: inCall, ordering: .relaxed)
-          if exchanged { break }
-          seen = now
-        }
-        probe.lockedCancel()
-      }
+      Self.attachSlowReplays(to: subject, rounds: max(75, stressScaled(300)), worst: worst)
     }
     #expect(returned, "every call returned")
     let measured = worst.load(ordering: .relaxed)
