@@ -29,14 +29,17 @@
  *   delivering, the release of the subscriber is handed to the turn (out of order), else it is
  *   released at once.
  * - REPLAY: a thread of its own requests a replay (SubjectCore.withReplayTurn, claimTurn,
- *   TurnWaiter.claimGrant/withdraw): it takes a free turn for it; or, with the turn held, queues
- *   a turn waiter, replays at once without the turn (a delivery of its own), then withdraws the
- *   waiter — or, if the holder passed it the turn meanwhile, takes it and runs the queue. The
- *   holder that reaches the waiter passes the turn to it unless it withdrew (then skips it).
- *   Values delivered to the subscriber by others while the replay runs (in the code: queued for
- *   the replaying subscriber) are counted: at most RBOUND. REPLAYSEND: the replay's subscriber
- *   sends one value into the subject from inside the replay (queued as the turn's own if the
- *   turn is the replayer's, else handed over — as a waiter, deferred, behind the turn waiter).
+ *   endReplay, ReplayWaiter.pause/withdraw/resume): it takes a free turn for it; or, with the
+ *   turn held, queues a replay waiter, replays at once without the turn (a delivery of its own),
+ *   then, under the lock, withdraws the waiter — or, if the holder reached it meanwhile, resumes
+ *   the holder, which waits there holding the turn (the waiter still counted as queued, so no
+ *   grant is taken meanwhile). The replayer never takes the turn from the holder. Values
+ *   delivered to the subscriber by others while the replay runs (in the code: queued for the
+ *   replaying subscriber, which delivers up to its allowance of them and hands the rest back to
+ *   the holder — not modelled: the count is what the holder queued) are counted: at most RBOUND.
+ *   REPLAYSEND: the replay's subscriber sends one value into the subject from inside the replay
+ *   (queued as the turn's own if the turn is the replayer's, else handed over — as a waiter,
+ *   deferred, behind the replay waiter).
  *
  * Checked (spin -a; ./pan): every value accepted (sent before the completion) is delivered
  * exactly once, each sender's in order (assert in deliver); nothing reaches the subscriber after
@@ -45,7 +48,7 @@
  * waiter is always granted its turn or dismissed, nothing is stranded); one call delivers at most
  * BOUND values of other threads (assert; BOUND = A, the call's allowance, plus one for the
  * re-entrant value a holder may leave behind a waiter it hands the turn to); at the end nothing
- * is queued, pending or held; the replay's waiter is withdrawn or granted and taken.
+ * is queued, pending or held; the replay's waiter is withdrawn, or paused and resumed.
  */
 #ifndef N
 #define N 3
@@ -123,7 +126,7 @@ bit completed = 0;       /* the subscriber received the completion */
 bit cancelled = 0;       /* the conduit's fast word closed */
 bit released = 0;        /* the subscriber was released */
 byte delivering = 0;     /* the thread delivering to the subscriber now + 1 */
-byte turnState = 0;      /* the replay's waiter: 0 waiting, 1 granting, 2 granted, 3 withdrawn */
+byte turnState = 0;      /* the replay's waiter: 0 waiting, 1 paused, 2 resumed, 3 withdrawn */
 bit replaying = 0;       /* the replay runs without the turn */
 byte duringReplay = 0;   /* values others delivered meanwhile */
 bit replayDone = 0;      /* the replay's call returned */
@@ -218,20 +221,18 @@ inline runQueue(rme) {
         :: kind == COMPLETION -> release(); deliverCompletion(); kind = 0; s = 0
         :: kind == RELEASE -> release(); runRelease(); kind = 0; s = 0
         :: kind == TURNW ->
-           waitersQueued--;
-           atomic {                       /* TurnWaiter.claimGrant(), under the lock */
+           atomic {                       /* ReplayWaiter.pause(), under the lock */
              if
              :: turnState == 0 -> turnState = 1; ok = 1
              :: else -> ok = 0
              fi
            }
            if
-           :: ok ->
-              ok = 0; withdrawGrants(rme); holder = DRAINING; readerThread = RP + 1;
-              release();
-              turnState = 2;              /* grant(), after unlocking */
-              passed = 1; kind = 0; s = 0; q = 0; break
-           :: else -> release(); kind = 0; s = 0; q = 0   /* withdrawn: skipped */
+           :: ok ->                       /* paused: still counted as queued (no grants) */
+              ok = 0; release(); kind = 0; s = 0; q = 0;
+              (turnState == 2)            /* waitForReplay(), holding the turn */
+           :: else ->                     /* withdrawn: skipped */
+              waitersQueued--; release(); kind = 0; s = 0; q = 0
            fi
         :: kind == WAITER ->
            waitersQueued--;
@@ -500,16 +501,18 @@ proctype Replayer() {
      replaying = 1;
      replaySend();
      replaying = 0;                     /* the replay ran, without the turn */
-     atomic {                           /* TurnWaiter.withdraw() */
+     acquire();                         /* SharedSubscriberList.endReplay, under the lock */
+     atomic {                           /* ReplayWaiter.withdraw() */
        if
        :: turnState == 0 -> turnState = 3; ok = 1
        :: else -> ok = 0
        fi
      }
      if
-     :: ok -> ok = 0
-     :: else ->                         /* passed the turn: takes it as its delivery ends */
-        (turnState == 2); beginTurn(RP); leaveLoop(RP)
+     :: ok -> ok = 0; release()
+     :: else ->                         /* the holder waits at it: uncounted, then resumed */
+        waitersQueued--; release();
+        turnState = 2                   /* resume(), after unlocking */
      fi
   fi;
   /* Its outermost delivery ended: it comes back to its deferred waiters (resumeDeferred). */
@@ -533,6 +536,8 @@ proctype Replayer() {
      reDeferred = 0; reDismissed = 0
   :: else -> skip
   fi;
+  /* a value sent from inside the replay reached the subscribers before the call returned */
+  assert(delivered[RS] == sent[RS]);
   replayDone = 1
 }
 

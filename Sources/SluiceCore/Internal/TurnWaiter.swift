@@ -28,15 +28,11 @@ import Synchronization
 final class TurnWaiter: Sendable {
   /// The waiting thread (``currentThreadIdentity()``): the role's holder once granted.
   @usableFromInline let thread: UInt
-  /// ``waiting``, ``granted`` or ``dismissed``; for a waiter that may withdraw (a subject's
-  /// replay, see ``SharedSubscriberList/claimTurn(by:_:)``) also ``withdrawn``, and
-  /// ``granting`` between ``claimGrant()`` and ``grant()``.
+  /// ``waiting``, ``granted`` or ``dismissed``.
   let outcome = Atomic<UInt8>(0)
   static var waiting: UInt8 { 0 }
   static var granted: UInt8 { 1 }
   static var dismissed: UInt8 { 2 }
-  static var withdrawn: UInt8 { 3 }
-  static var granting: UInt8 { 4 }
   /// The waiting thread's semaphore (``DeliveryContext/wakeUp``): signalled once, at the end.
   let wakeUp: DispatchSemaphore
 
@@ -83,26 +79,6 @@ final class TurnWaiter: Sendable {
   var isResolved: Bool {
     let outcome = outcome.load(ordering: .acquiring)
     return outcome == Self.granted || outcome == Self.dismissed
-  }
-
-  /// For a waiter that may withdraw: by the holder, under its engine's lock, as it decides to
-  /// pass the turn — `false` if the waiter withdrew first (the holder skips it); otherwise the
-  /// waiter can no longer withdraw, and the holder calls ``grant()`` after unlocking.
-  @usableFromInline
-  func claimGrant() -> Bool {
-    outcome.compareExchange(
-      expected: Self.waiting, desired: Self.granting, ordering: .acquiringAndReleasing
-    ).exchanged
-  }
-
-  /// By the waiting thread, which did its work without the turn: `true` if the turn had not
-  /// been passed to it (nobody will, and nothing is signalled); `false` if it was or is being
-  /// (``claimGrant()`` came first): the thread must take the turn when ``grant()`` signals.
-  @usableFromInline
-  func withdraw() -> Bool {
-    outcome.compareExchange(
-      expected: Self.waiting, desired: Self.withdrawn, ordering: .acquiringAndReleasing
-    ).exchanged
   }
 }
 

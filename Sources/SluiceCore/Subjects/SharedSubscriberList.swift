@@ -151,10 +151,10 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     /// the turn so that no sender adds to the conduit's queue meanwhile
     /// (``AnyConduit/continueDrain()``).
     case drain(Entry)
-    /// A thread waits to hold the turn for work of its own that must run on it (a new
-    /// subscriber's replay, see ``claimTurn(by:_:)``): when reached, the turn always passes to
-    /// it — nobody runs that work for it.
-    case turnWaiter(TurnWaiter)
+    /// A subscriber's replay runs on another thread without the turn (see
+    /// ``claimTurn(by:_:)``): when reached, the holder waits for it to be done
+    /// (``ReplayWaiter``), unless it was withdrawn (skipped).
+    case replay(ReplayWaiter)
   }
 
   /// What the holder of ``reader`` does next (``nextHandedOver(_:)``).
@@ -164,6 +164,9 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     case run(HandedOver)
     /// The turn is this waiter's now: grant it (after unlocking) and return at once.
     case passed(TurnWaiter)
+    /// A replay runs on another thread: wait for it (after unlocking,
+    /// ``ReplayWaiter/waitForReplay()``), still holding the turn, then ask again.
+    case paused(ReplayWaiter)
     /// Nothing waits: leave (``leave(held:thread:)``).
     case done
   }
@@ -407,7 +410,8 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   /// queued; the turn handed to the oldest waiter if that comes first and the holder's call has
   /// no allowance left for it (``reader`` stays taken, as ``draining``, for the waiter); or
   /// ``Next/done`` when the queue is empty (``pending`` is then cleared, the unused grants go
-  /// back, and the holder leaves).
+  /// back, and the holder leaves); a replay running on another thread reached first
+  /// (``Next/paused``: the holder waits for it, keeping the turn).
   @inlinable
   func nextHandedOver(_ guarded: inout Guarded, _ context: DeliveryContext) -> Next {
     var waiter: TurnWaiter
@@ -432,12 +436,18 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
           return .run(work)  // delivered for the waiting sender, which is then dismissed
         }
         waiter = sender
-      case .turnWaiter(let waiting):
-        // Its work runs on its own thread: the turn passes to it — unless it did that work
-        // without the turn and withdrew (then skipped).
-        guarded.waitersQueued -= 1
-        waiter = waiting
-        guard waiting.claimGrant() else { continue }
+      case .replay(let replay):
+        // The replay runs on its own thread: the holder waits for it, keeping the turn (so no
+        // sender adds to the replaying conduit meanwhile) — unless it was done and withdrew.
+        // Paused, it still counts as queued (``endReplay`` uncounts it): no grant is taken
+        // meanwhile, so a send from inside the replay waits for its value's delivery (deferred)
+        // as behind any waiter, instead of leaving it to the holder after its call returned.
+        guard replay.pause() else {
+          guarded.waitersQueued -= 1
+          continue
+        }
+        position.store(0, ordering: .relaxed)
+        return .paused(replay)
       default:
         return .run(work)
       }
@@ -502,18 +512,27 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     return (result, garbage)
   }
 
+  /// How a replay runs (``claimTurn(by:_:)``).
+  @usableFromInline
+  enum ReplayClaim {
+    /// This thread holds the turn already (a request from inside a delivery of the subject).
+    case nested
+    /// The turn was free and is this thread's now (held as ``draining``; leaving gives it back).
+    case draining
+    /// Another thread holds the turn; this replay's waiter is queued for it.
+    case beside(ReplayWaiter)
+  }
+
   /// Under the lock: takes the turn for work that runs on this thread (a subscriber's replay:
-  /// see ``Conduit``). ``Claim/nested``: this thread holds it already; ``Claim/draining``: it
-  /// was free and is this thread's now (held as ``draining``; leaving gives it back);
-  /// ``Claim/wait(_:)``: another thread holds it, and this thread's waiter is queued
-  /// (``HandedOver/turnWaiter(_:)``): the thread does its work at once, without waiting, and
-  /// then withdraws the waiter (``TurnWaiter/withdraw()``) — or, if the turn was passed to it
-  /// meanwhile, takes it. Either way the turn in progress reaches the waiter after a bounded
-  /// batch and stops there until the thread is done, so other senders wait behind it instead
-  /// of queueing values for the subscriber without bound. The waiter counts as queued, so
-  /// values queued behind it are waiters' own, as behind a waiting sender.
+  /// see ``Conduit``) — ``ReplayClaim/nested`` if this thread holds it already,
+  /// ``ReplayClaim/draining`` if it was free — or, if another thread holds it, queues a
+  /// ``ReplayWaiter`` (``ReplayClaim/beside(_:)``): the thread does its work at once, without
+  /// the turn, and then withdraws the waiter (``endReplay(_:handingBack:_:)``). The holder
+  /// reaches the waiter after the work queued before it and waits there until the replay is
+  /// done, so no sender adds to the replaying subscriber's queue meanwhile. The waiter counts
+  /// as queued, so values queued behind it are waiters' own, as behind a waiting sender.
   @inlinable
-  func claimTurn(by context: DeliveryContext, _ guarded: inout Guarded) -> Claim {
+  func claimTurn(by context: DeliveryContext, _ guarded: inout Guarded) -> ReplayClaim {
     if isThisThreads(Self.holder(reader.load(ordering: .sequentiallyConsistent)), context.identity)
     {
       return .nested
@@ -525,10 +544,34 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
       beginTurn(context)
       return .draining
     }
-    let waiter = TurnWaiter(for: context)
-    guarded.handedOver.append(.turnWaiter(waiter))
+    let waiter = ReplayWaiter()
+    guarded.handedOver.append(.replay(waiter))
     guarded.waitersQueued += 1
-    return .wait(waiter)
+    return .beside(waiter)
+  }
+
+  /// Under the lock, by the thread whose replay ran beside another thread's turn: withdraws
+  /// its waiter and, if the replay's drain stopped with values left (`handingBack`), queues
+  /// the rest of that drain first for the holder — who still holds the turn either way: the
+  /// waiter is still queued (withdrawn), or the holder waits at it. Returns `true` if the
+  /// holder waits (resume it after unlocking: ``ReplayWaiter/resume()``).
+  @inlinable
+  func endReplay(
+    _ waiter: ReplayWaiter, handingBack drain: Entry?, _ guarded: inout Guarded
+  ) -> Bool {
+    let holderWaits = !waiter.withdraw()
+    if holderWaits { guarded.waitersQueued -= 1 }  // counted while the holder waited at it
+    if let drain {
+      // First: what follows may be handed to a waiter, which must not inherit it.
+      if guarded.handedOverHead > 0 {
+        guarded.handedOverHead -= 1
+        guarded.handedOver[guarded.handedOverHead] = .drain(drain)
+      } else {
+        guarded.handedOver.insert(.drain(drain), at: 0)
+      }
+      _ = reader.bitwiseOr(Self.pending, ordering: .sequentiallyConsistent)
+    }
+    return holderWaits
   }
 
   /// Under the lock: hands `work` (a conduit's drain) to the turn in progress — this thread's

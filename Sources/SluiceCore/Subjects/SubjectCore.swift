@@ -258,6 +258,8 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       case .passed(let waiter):
         waiter.grant()
         return false
+      case .paused(let replay):
+        replay.waitForReplay()  // holding the turn: a bounded drain on the replay's thread
       case .run(.value(let value, let conduits)):
         deliver(value, to: conduits)
       case .run(.completion(let completion, let conduits)):
@@ -270,8 +272,8 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
         // Delivered for the waiting sender, within the turn's budget: its `send` returns.
         deliver(value, to: conduits)
         waiter.dismiss()
-      case .run(.turnWaiter):
-        Violation.internalInconsistency("a turn waiter's work was run by another thread")
+      case .run(.replay):
+        Violation.internalInconsistency("a replay's waiter was run as work")
       }
     }
   }
@@ -361,37 +363,33 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// If the turn is free this thread takes it for the replay (then runs what was handed over
   /// meanwhile, like a `send`); if it holds it already (a request from inside a delivery of
   /// this subject), `body` runs nested. If another thread holds it, this thread queues a
-  /// waiter and runs `body` at once without the turn, as a delivery of its own (a wait inside
-  /// it is deferred, see ``DeliveryContext``): the turn in progress passes to the waiter once
-  /// it reaches it, and then no sender delivers — values offered to the subscriber meanwhile
-  /// are at most that turn's batch. Afterwards the thread withdraws the waiter if the turn has
-  /// not reached it, or else takes the turn as its outermost delivery ends and runs what
-  /// waits, within its allowance. It never blocks for the turn.
-  /// `body`'s argument: whether values of other threads it delivers count against this call's
-  /// allowance (the replay runs without the turn: the values the turn in progress queued for
-  /// the subscriber meanwhile are others').
+  /// ``ReplayWaiter`` and runs `body` at once without the turn, as a delivery of its own (a
+  /// wait inside it is deferred, see ``DeliveryContext``): the turn in progress runs what was
+  /// queued before the waiter and then waits for the replay, holding the turn, so that nothing
+  /// more is offered to the subscriber meanwhile. `body`'s argument: whether values of other
+  /// threads it delivers count against this call's allowance (the replay runs without the
+  /// turn: what the turn in progress queued for the subscriber meanwhile is others'); it
+  /// returns the conduit whose drain it stopped with values left once the allowance ran out —
+  /// the holder, which queued them, delivers the rest (first, before it goes on). This thread
+  /// never blocks for the turn, and never takes it from the holder.
   @inlinable
-  func withReplayTurn(_ body: (_ charged: Bool) -> Void) {
+  func withReplayTurn(_ body: (_ charged: Bool) -> AnyConduit<Output, Failure>?) {
     let context = DeliveryContext.current
     let claim = state.withLock { subscribers.claimTurn(by: context, &$0.subscribers) }
     switch claim {
     case .nested:
-      body(false)
+      _ = body(false)
     case .draining:
-      body(false)
+      _ = body(false)
       leave(context, held: SharedSubscriberList<Output, Failure>.draining)
-    case .wait(let waiter):
+    case .beside(let waiter):
       context.enter()
-      body(true)
-      if !waiter.withdraw() {
-        context.deferTurn(waiter) { [self] in
-          subscribers.beginTurn(context)
-          leave(context, held: SharedSubscriberList<Output, Failure>.draining)
-        }
+      let rest = body(true)
+      let holderWaits = state.withLock {
+        subscribers.endReplay(waiter, handingBack: rest, &$0.subscribers)
       }
+      if holderWaits { waiter.resume() }
       context.exit()
-    case .nobody, .claimed, .stale, .busy:
-      Violation.internalInconsistency("a turn claimed for a replay as \(claim)")
     }
   }
 

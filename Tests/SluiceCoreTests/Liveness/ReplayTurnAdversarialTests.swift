@@ -44,9 +44,18 @@ struct ReplayTurnAdversarialTests {
     let requestingThread = Atomic<UInt>(0)
     let deliveredInsideRequest = Atomic<Int>(0)
     let onFirst: @Sendable () -> Void
+    /// Values the requesting thread sent itself (from inside a delivery it made): its own
+    /// work, not counted in ``deliveredInsideRequest``.
+    let isOwn: @Sendable (Int) -> Bool
     let isFirst = Atomic<Bool>(true)
 
-    init(onFirst: @escaping @Sendable () -> Void) { self.onFirst = onFirst }
+    init(
+      isOwn: @escaping @Sendable (Int) -> Bool = { _ in false },
+      onFirst: @escaping @Sendable () -> Void
+    ) {
+      self.isOwn = isOwn
+      self.onFirst = onFirst
+    }
 
     var values: [Int] { lock.withLock { storedValues } }
 
@@ -63,7 +72,7 @@ struct ReplayTurnAdversarialTests {
 
     func receive(_ input: Int) -> Subscribers.Demand {
       if requestingThread.load(ordering: .relaxed)
-        == UInt(bitPattern: Int(bitPattern: pthread_self()))
+        == UInt(bitPattern: Int(bitPattern: pthread_self())), !isOwn(input)
       {
         deliveredInsideRequest.add(1, ordering: .relaxed)
       }
@@ -78,12 +87,13 @@ struct ReplayTurnAdversarialTests {
   }
 
   /// Attaches `rounds` subscribers one after another, each with a 2 ms replay, and keeps in
-  /// `worst` the most values of other threads one of them received inside its request call.
+  /// `worst` the most values of other threads one of them received inside its request call
+  /// (values tagged 8 are the attaching thread's own: see `slowReplaysWhileASinkSendsBursts`).
   static func attachSlowReplays(
     to subject: CurrentValueSubject<Int, Never>, rounds: Int, worst: borrowing Atomic<Int>
   ) {
     for _ in 0..<rounds {
-      let probe = SlowReplaySubscriber { usleep(2_000) }
+      let probe = SlowReplaySubscriber(isOwn: { $0 / Self.stride == 8 }) { usleep(2_000) }
       subject.subscribe(probe)
       probe.request(.unlimited)
       let inCall = probe.deliveredInsideRequest.load(ordering: .relaxed) - 1
@@ -103,11 +113,11 @@ struct ReplayTurnAdversarialTests {
   /// Another thread's turn has values queued behind its delivery (a sink that sends a burst
   /// into the same subject from inside `receive` — queued, as the README says) when a
   /// subscriber requests its replay. The replay runs without the turn (the other thread holds
-  /// it) and drains with `handingOff: false`; the holder delivers the whole burst to the new
-  /// subscriber before it reaches the replay's waiter, so the burst queues in the conduit and
-  /// the *request call* delivers all of it: far past the allowance of 64 values of others per
-  /// call, and far past "one turn's batch" queued for the replaying subscriber.
-  @Test("a slow replay's request call delivers a burst another thread queued ahead of its waiter")
+  /// it); the holder delivers the whole burst to the new subscriber before it reaches the
+  /// replay's waiter, so the burst queues in the conduit. The *request call* delivers the
+  /// replay and at most its allowance of the burst (64 values of others) and hands the rest
+  /// back to the holder, which waits at the replay's waiter and then delivers it.
+  @Test("a slow replay's request call hands a burst queued ahead of its waiter back to its holder")
   func replayDrainsABurstQueuedAheadOfItsWaiter() async {
     let subject = CurrentValueSubject<Int, Never>(0)
     let burst = 1_000
@@ -148,14 +158,9 @@ struct ReplayTurnAdversarialTests {
     print(
       "adv37c: replayDrainsABurst: the request call delivered \(inCall) values of another "
         + "thread (bound \(DeliveryContext.allowancePerCall))")
-    withKnownIssue(
-      "issue 37, open: the holder's own burst, queued before its turn reached the replay's waiter",
-      isIntermittent: true
-    ) {
-      #expect(
-        inCall <= DeliveryContext.allowancePerCall,
-        "one request call delivered \(inCall) values of another thread")
-    }
+    #expect(
+      inCall <= DeliveryContext.allowancePerCall,
+      "one request call delivered \(inCall) values of another thread")
     probe.lockedCancel()  // a live subscription and its subscriber keep each other
     withExtendedLifetime(d) {}
   }
@@ -170,10 +175,14 @@ struct ReplayTurnAdversarialTests {
     let burst = 200
     let done = Atomic<Bool>(false)
     let worst = Atomic<Int>(0)
+    let attacher = Atomic<UInt>(0)
     let feeder = subject.sink { value in
-      // Values of sender 0 ending in 000 set off a burst of follow-ups (tag 9).
+      // Values of sender 0 ending in 000 set off a burst of follow-ups: tag 9 if sent by the
+      // sending thread, 8 if by the attaching thread (a delivery it made: its own values).
       guard value / Self.stride == 1, value % 1_000 == 0 else { return }
-      for k in 0..<burst { subject.send(9 * Self.stride + (value % Self.stride) * 1_000 + k) }
+      let thread = UInt(bitPattern: Int(bitPattern: pthread_self()))
+      let tag = attacher.load(ordering: .relaxed) == thread ? 8 : 9
+      for k in 0..<burst { subject.send(tag * Self.stride + (value % Self.stride) * 1_000 + k) }
     }
     let returned = await allReturn(threads: 2, deadline: .seconds(300)) { index in
       if index == 0 {
@@ -185,6 +194,7 @@ struct ReplayTurnAdversarialTests {
         return
       }
       defer { done.store(true, ordering: .relaxed) }
+      attacher.store(UInt(bitPattern: Int(bitPattern: pthread_self())), ordering: .relaxed)
       Self.attachSlowReplays(to: subject, rounds: max(50, stressScaled(200)), worst: worst)
     }
     #expect(returned, "every call returned")
@@ -192,12 +202,7 @@ struct ReplayTurnAdversarialTests {
     print(
       "adv37c: slowReplaysWhileASinkSendsBursts: worst subscribe+request call delivered "
         + "\(measured) values of another thread (bound \(DeliveryContext.allowancePerCall))")
-    withKnownIssue(
-      "issue 37, open: the holder's own burst, queued before its turn reached the replay's waiter",
-      isIntermittent: true
-    ) {
-      #expect(measured <= DeliveryContext.allowancePerCall, "worst request call: \(measured)")
-    }
+    #expect(measured <= DeliveryContext.allowancePerCall, "worst request call: \(measured)")
     withExtendedLifetime(feeder) {}
   }
 
@@ -243,12 +248,12 @@ struct ReplayTurnAdversarialTests {
   /// deadlocks exactly when that send finds no grant — after other threads' sends used them
   /// up, another *sender* waits, or the turn is the third of its call. Here none of those
   /// holds: one other thread (the holder) is delivering one value with all its 32 grants
-  /// unused, and one third thread sends one value. But a replay's turn waiter is queued, so
-  /// the one send must wait (`waitersQueued > 0`), the holder passes the turn to the replay's
-  /// thread, and that thread is blocked in its replay waiting for the send: a deadlock that
-  /// only the subscriber's timeout (3 s) breaks. Pinned as documented: the rule for blocking
-  /// subscribers ("Differences from Combine") lists a replay in progress on another thread among
-  /// the cases where a send finds no grant.
+  /// unused, and one third thread sends one value. But a replay's waiter is queued, so the one
+  /// send must wait (`waitersQueued > 0`), the holder waits at the replay's waiter, and the
+  /// replay's thread is blocked in its replay waiting for the send: a deadlock that only the
+  /// subscriber's timeout (3 s) breaks. Pinned as documented: the rule for blocking subscribers
+  /// ("Differences from Combine") lists a replay in progress on another thread among the cases
+  /// where a send finds no grant.
   @Test("a replay that waits for one other thread's send, the turn's grants unused")
   func replayWaitingForOneSendWithGrantsUnused() async {
     let subject = CurrentValueSubject<Int, Never>(0)
@@ -289,6 +294,48 @@ struct ReplayTurnAdversarialTests {
     #expect(
       sawReturn.withLock { $0 } == false,
       "documented: a replay's waiter makes a send outside any delivery wait for the turn")
+    withExtendedLifetime((holderSink, holder)) {}
+  }
+
+  /// The rule's other replay case: the replay's `receive` blocks until the *holder's* send
+  /// returns. The holder's turn reaches the replay's waiter and waits there for the replay (so
+  /// that nothing more is offered to the replaying subscriber meanwhile): a deadlock that only
+  /// the subscriber's timeout (3 s) breaks — where Combine's send, which never meets the new
+  /// subscriber, would return. Pinned as documented ("Differences from Combine": a replay in
+  /// progress makes the turn in progress wait for it).
+  @Test("a replay that waits for the send of the thread whose turn is in progress")
+  func replayWaitingForTheHoldersSend() async {
+    let subject = CurrentValueSubject<Int, Never>(0)
+    let entered = DispatchSemaphore(value: 0)
+    let replayStarted = DispatchSemaphore(value: 0)
+    let holderReturned = DispatchSemaphore(value: 0)
+    let sawReturn = Mutex<Bool?>(nil)
+    let holderSink = subject.sink { value in
+      guard value == 1 else { return }
+      entered.signal()
+      _ = replayStarted.wait(timeout: .now() + 10)
+    }
+    let holder = SharedBox<AnyCancellable?>(nil)
+    let returned = await allReturn(threads: 2, deadline: .seconds(120)) { index in
+      if index == 0 {
+        subject.send(1)
+        holderReturned.signal()
+        return
+      }
+      entered.wait()
+      let first = Atomic<Bool>(true)
+      let cancellable = subject.sink { _ in
+        guard first.exchange(false, ordering: .relaxed) else { return }
+        replayStarted.signal()
+        let got = holderReturned.wait(timeout: .now() + 3) == .success
+        sawReturn.withLock { $0 = got }
+      }
+      holder.withLock { $0 = cancellable }
+    }
+    #expect(returned)
+    #expect(
+      sawReturn.withLock { $0 } == false,
+      "documented: the turn in progress waits for a replay that began during it")
     withExtendedLifetime((holderSink, holder)) {}
   }
 

@@ -34,10 +34,11 @@ public import Synchronization
 /// request to a `CurrentValueSubject` or `@Published`, or more demand after it went without)
 /// delivers it at once on the requesting thread, as Combine does, and with the subject's turn
 /// (``SubjectCore/withReplayTurn(_:)``): senders of other threads meanwhile are handed over or
-/// wait, as behind any delivery, so a slow first `receive` paces them instead of letting them
-/// queue values for this subscriber without bound, and the request's call delivers at most
-/// ``DeliveryContext/allowancePerCall`` of their values. The request never blocks for the
-/// turn.
+/// wait, as behind any delivery — and a turn already in progress waits for the replay once it
+/// has run what was queued before the request — so a slow first `receive` paces them instead of
+/// letting them queue values for this subscriber without bound, and the request's call
+/// delivers at most ``DeliveryContext/allowancePerCall`` of their values (the holder delivers
+/// the rest). The request never blocks for the turn.
 ///
 /// **Demand**: a value offered while the subscriber has no demand is dropped (for subjects with a
 /// current value, the subscriber is then owed the latest value on its next request).
@@ -105,7 +106,8 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       offerInPlace: { unsafeDowncast($0, to: Conduit.self).offerInPlace($1) },
       finish: { unsafeDowncast($0, to: Conduit.self).finish($1) },
       release: { unsafeDowncast($0, to: Conduit.self).releaseDeferredDownstream() },
-      drain: { unsafeDowncast($0, to: Conduit.self).drain(adding: .none) })
+      // Run by the subject's turn, while no sender can add to the queue: to its end.
+      drain: { unsafeDowncast($0, to: Conduit.self).drain(adding: .none, handingOff: false) })
   }
 
   /// Runs `body` under the lock with the state machine.
@@ -281,10 +283,14 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     // A replay runs holding the subject's turn (see the type: **Replay**).
     if replaysCurrentValue, let parent = withState({ $0.replayNeedsTurn ? $0.parent : nil }) {
       var announce: Parent?
-      // Not handed to the turn part way: the turn stops at this thread's waiter, so what
-      // other threads can queue for this subscriber meanwhile is bounded (see `withReplayTurn`).
+      // Not handed to the turn part way: the turn stops at this thread's waiter, so nothing
+      // is added to the queue meanwhile; past the call's allowance, the rest goes back to
+      // the holder (see `withReplayTurn`).
       parent.withReplayTurn { charged in
-        announce = requestNow(demand, handingOff: false, charged: charged)
+        let (drains, parent) = addDemand(demand)
+        announce = parent
+        let stopped = drains && drain(adding: .none, handingOff: false, charged: charged)
+        return stopped ? self : nil
       }
       announce?.downstreamRequested()
       return
@@ -297,10 +303,17 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   /// Adds `demand` and drains if this thread becomes the drainer; returns the parent to tell
   /// of the subscriber's first request (after the turn, if the drain ran in one).
   @inlinable
-  func requestNow(
-    _ demand: Subscribers.Demand, handingOff: Bool = true, charged: Bool = false
-  ) -> Parent? {
-    let (drains, parent) = withState { state -> (Bool, Parent?) in
+  func requestNow(_ demand: Subscribers.Demand) -> Parent? {
+    let (drains, parent) = addDemand(demand)
+    if drains { drain(adding: .none) }
+    return parent
+  }
+
+  /// Adds `demand`: whether this thread became the drainer, and the parent to tell of the
+  /// subscriber's first request.
+  @inlinable
+  func addDemand(_ demand: Subscribers.Demand) -> (drains: Bool, parent: Parent?) {
+    withState { state -> (Bool, Parent?) in
       // Eligible: demand is `.unlimited` already and nothing waits, so nothing changes (and a
       // sender may be delivering without the lock).
       if fast.load(ordering: .relaxed) == Self.eligible { return (false, nil) }
@@ -315,8 +328,6 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       if suspendFastPath(state.parent) == .inFlight { state.draining = true }
       return (state.requested(demand), state.firstRequest())
     }
-    if drains { drain(adding: .none, handingOff: handingOff, charged: charged) }
-    return parent
   }
 
   @inlinable
@@ -370,18 +381,32 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   /// `request`) drains it. After ``TurnWaiter/grantsPerTurn`` deliveries with more queued, the
   /// drain is handed to the subject's turn (``SubjectCore/continueDrain(of:)``), which
   /// continues it while no sender can offer, and this call returns — unless not `handingOff`
-  /// (a replay, whose turn waiter bounds what can be queued: see
-  /// ``SubjectCore/withReplayTurn(_:)``).
+  /// (a replay, during which the turn's holder waits at the replay's waiter so that nothing is
+  /// added: see ``SubjectCore/withReplayTurn(_:)``; or the turn itself continuing a drain).
   ///
   /// `charged`: every value after the first (the replay) is another thread's, queued while the
-  /// replay ran, and spends one of this call's allowance (``DeliveryContext/spendOne()``), so the
-  /// turn the call may take afterwards delivers that much less for others.
+  /// replay ran beside that thread's turn, and spends one of this call's allowance
+  /// (``DeliveryContext/spendOne()``); once it is spent, the drain stops with the rest still
+  /// queued (the conduit stays draining, so nobody else delivers to the subscriber) and returns
+  /// `true`: the caller hands the rest to the turn's holder (see
+  /// ``SubjectCore/withReplayTurn(_:)``).
   @inlinable
-  func drain(adding demand: Subscribers.Demand, handingOff: Bool = true, charged: Bool = false) {
+  @discardableResult
+  func drain(
+    adding demand: Subscribers.Demand, handingOff: Bool = true, charged: Bool = false
+  ) -> Bool {
     var more = demand
     var delivered = 0
     var first = true
     while true {
+      if charged, !first, DeliveryContext.current.allowance == 0 {
+        let stops = withState { state -> Bool in
+          guard state.downstream != nil, state.queueHead < state.queue.count else { return false }
+          state.demand += more  // kept for the drain's next step
+          return true
+        }
+        if stops { return true }
+      }
       if handingOff, delivered == TurnWaiter.grantsPerTurn {
         delivered = 0
         let parent = withState { state -> Parent? in
@@ -391,7 +416,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
         }
         if let parent {
           parent.continueDrain(of: self)
-          return
+          return false
         }
       }
       delivered += 1
@@ -421,9 +446,9 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
         parent?.detach(self)
         downstream.receive(completion: completion)
         withExtendedLifetime(subject) {}
-        return
+        return false
       case .idle:
-        return
+        return false
       }
     }
   }
