@@ -182,7 +182,9 @@ struct ReplayTurnAdversarialTests {
       guard value / Self.stride == 1, value % 1_000 == 0 else { return }
       let thread = UInt(bitPattern: Int(bitPattern: pthread_self()))
       let tag = attacher.load(ordering: .relaxed) == thread ? 8 : 9
-      for k in 0..<burst { subject.send(tag * Self.stride + (value % Self.stride) * 1_000 + k) }
+      // (value % stride) / 1,000 < 1,000 and k < 1,000: the tag stays in its own million.
+      let base = tag * Self.stride + (value % Self.stride) / 1_000 * 1_000
+      for k in 0..<burst { subject.send(base + k) }
     }
     let returned = await allReturn(threads: 2, deadline: .seconds(300)) { index in
       if index == 0 {
