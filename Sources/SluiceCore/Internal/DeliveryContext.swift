@@ -60,6 +60,10 @@ struct DeliveryContext {
     /// The call's outermost turn has ended and it is coming back to deferred waiters
     /// (``DeliveryContext/resumeDeferred()`` runs): turns taken meanwhile are the same call's.
     @usableFromInline var resuming = false
+    /// A call that takes several turns one after another, holding none between them (a
+    /// fan-in's `request` forwarded to each upstream), is in progress: its turns share the
+    /// allowance ``DeliveryContext/beginCall()`` gave it.
+    @usableFromInline var inCall = false
     /// Waiters this call left queued from inside deliveries, with what to do on a grant.
     @usableFromInline var deferred: [DeferredTurn] = []
     /// Signalled once by every waiter of this thread as it is granted or dismissed.
@@ -137,11 +141,29 @@ struct DeliveryContext {
   /// A turn is taken: the call begins (with a fresh allowance) if the thread held none.
   @inlinable @inline(__always)
   func enter() {
-    if state.pointee.depth == 0, !state.pointee.resuming {
+    if state.pointee.depth == 0, !state.pointee.resuming, !state.pointee.inCall {
       state.pointee.allowance = Self.allowancePerCall
     }
     state.pointee.depth += 1
   }
+
+  /// A call that may take several turns one after another begins: if the thread holds no turn
+  /// and no call is in progress, its allowance is ``allowancePerCall`` now, and turns it takes
+  /// before ``endCall()`` share it (each would otherwise begin a call of its own). Returns
+  /// whether this began the call (then call ``endCall()`` as it ends).
+  @inlinable
+  func beginCall() -> Bool {
+    guard state.pointee.depth == 0, !state.pointee.resuming, !state.pointee.inCall else {
+      return false
+    }
+    state.pointee.inCall = true
+    state.pointee.allowance = Self.allowancePerCall
+    return true
+  }
+
+  /// Ends the call ``beginCall()`` began.
+  @inlinable
+  func endCall() { state.pointee.inCall = false }
 
   /// A turn is left (or handed over). When the thread holds none any more and deferred waiters
   /// remain, it comes back to them before its call returns.

@@ -353,6 +353,9 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: name)
     let context = DeliveryContext.current
+    // One call, however many sides it asks: one allowance.
+    let beganCall = context.beginCall()
+    defer { if beganCall { context.endCall() } }
     let (asking, drains) = state.withLock { state -> ([any Subscription], Bool) in
       if state.holding {
         // The first request: the downstream has its subscription, so the hold ends here (a

@@ -329,6 +329,10 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   func request(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: name)
     let context = DeliveryContext.current
+    // One call, however many inners it asks (each may deliver a replay and what others
+    // queued for it): one allowance.
+    let beganCall = context.beginCall()
+    defer { if beganCall { context.endCall() } }
     let (drains, everyInner) = state.withLock { state -> (Bool, [any Subscription]) in
       guard !state.terminal else { return (false, []) }
       let wasUnlimited = state.demand == .unlimited

@@ -435,6 +435,18 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
         if sender.thread == context.identity || context.spendOne() {
           return .run(work)  // delivered for the waiting sender, which is then dismissed
         }
+        // About to hand the turn on: a replay still running beside this turn may stop with
+        // values this turn delivered into its conduit and hand them back to the turn — they
+        // must come back to this holder, which took them on, not to the waiter (whose call
+        // would deliver them beyond its allowance). So wait for it here, then come back to
+        // this waiter.
+        if let replay = pauseAtPendingReplay(&guarded) {
+          guarded.handedOverHead -= 1  // the queue is not idle: the replay was behind
+          guarded.handedOver[guarded.handedOverHead] = work
+          guarded.waitersQueued += 1
+          position.store(0, ordering: .relaxed)
+          return .paused(replay)
+        }
         waiter = sender
       case .replay(let replay):
         // The replay runs on its own thread: the holder waits for it, keeping the turn (so no
@@ -460,6 +472,23 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     reader.store(Self.draining | (word & Self.pending), ordering: .sequentiallyConsistent)
     readerThread.store(waiter.thread, ordering: .relaxed)
     return .passed(waiter)
+  }
+
+  /// Under the lock, by the holder about to hand the turn on: the first replay queued behind
+  /// that still runs, now paused (``ReplayWaiter/pause()``) and taken out of the queue (it
+  /// stays counted in ``Guarded/waitersQueued`` until ``endReplay(_:handingBack:_:)``), or
+  /// `nil`.
+  @inlinable
+  func pauseAtPendingReplay(_ guarded: inout Guarded) -> ReplayWaiter? {
+    var index = guarded.handedOverHead
+    while index < guarded.handedOver.count {
+      if case .replay(let replay)? = guarded.handedOver[index], replay.pause() {
+        guarded.handedOver.remove(at: index)
+        return replay
+      }
+      index += 1
+    }
+    return nil
   }
 
   /// Whether this thread is the sender and is delivering to `conduit` now (so an event for

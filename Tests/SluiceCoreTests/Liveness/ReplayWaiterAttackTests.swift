@@ -35,6 +35,16 @@ struct ReplayWaiterAttackTests {
     subject.core.state.withLock { $0.subscribers.waitersQueued }
   }
 
+  /// Whether a replay's waiter is still in the subject's queue (not yet reached by a holder).
+  static func replayQueued<T>(_ subject: CurrentValueSubject<T, Never>) -> Bool {
+    subject.core.state.withLock { state in
+      let queue = state.subscribers
+      return queue.handedOver[queue.handedOverHead...].contains {
+        if case .replay? = $0 { true } else { false }
+      }
+    }
+  }
+
   /// A subscriber that requests only when told, records what it receives, and counts the
   /// values that reach it on a watched thread (while that thread is inside a call the test
   /// makes) and that `isOwn` does not claim for that thread.
@@ -116,8 +126,9 @@ struct ReplayWaiterAttackTests {
     // Attached first, no demand: offered value 1 while owed, so its replay is 1.
     let probe = Counter(isOwn: { $0 == wValue }) { value in
       guard value == 1 else { return }
-      // The replay: slow until W holds the turn (it delivered its value to `d`).
-      if !Self.spinUntil(20, { dSawW.load(ordering: .relaxed) }) {
+      // The replay: slow until W holds the turn (it delivered its value to `d`) — or until H
+      // stopped at this replay before handing the turn on (its waiter left the queue).
+      if !Self.spinUntil(20, { dSawW.load(ordering: .relaxed) || !Self.replayQueued(subject) }) {
         setupFailed.add(1, ordering: .relaxed)
       }
     }
