@@ -244,7 +244,9 @@ struct ReplayWaiterAttackTests {
   /// first it saw up to the sender's last (`last`), so nothing stays stranded in a queue.
   static func problems(_ values: [Int], last: Int) -> [String] {
     var byTag: [Int: [Int]] = [:]
-    for value in values where value >= Self.stride { byTag[value / Self.stride, default: []].append(value % Self.stride) }
+    for value in values where value >= Self.stride {
+      byTag[value / Self.stride, default: []].append(value % Self.stride)
+    }
     var found: [String] = []
     for (tag, seen) in byTag where seen != Array(seen[0]...last) {
       found.append("tag \(tag): \(seen.count) values from \(seen[0]), last \(seen.last ?? -1)")
@@ -292,7 +294,9 @@ struct ReplayWaiterAttackTests {
             switch kind {
             case 0:
               // A replay nested in a replay (and in the other subject's turn, perhaps).
-              let inner = other.sink { _ in let c = mine.sink { _ in }; c.cancel() }
+              let inner = other.sink { _ in
+                let c = mine.sink { _ in }; c.cancel()
+              }
               inner.cancel()
             case 1: other.send(30 * Self.stride + round)
             case 2: mine.send(40 * Self.stride + round)
@@ -357,7 +361,9 @@ struct ReplayWaiterAttackTests {
     // Safety: a `Published.Publisher` only holds its storage, which is thread-safe.
     nonisolated(unsafe) let xs = model.$x
     nonisolated(unsafe) let ys = model.$y
-    let will = model.objectWillChange.sink { _ in let c = ys.sink { _ in }; c.cancel() }
+    let will = model.objectWillChange.sink { _ in
+      let c = ys.sink { _ in }; c.cancel()
+    }
     let back = ys.sink { v in if v % 7 == 0, v < Self.stride { model.x = 50 * Self.stride + v } }
     let done = Atomic<Int>(0)
     let kept = SharedBox<[SharedBox<[Int]>]>([])
@@ -388,7 +394,8 @@ struct ReplayWaiterAttackTests {
     #expect(returned, "every call returned")
     var found: [String] = []
     for received in kept.withLock({ $0 }) {
-      found += Self.problems(received.withLock { $0 }.filter { $0 / Self.stride < 50 }, last: perSender - 1)
+      found += Self.problems(
+        received.withLock { $0 }.filter { $0 / Self.stride < 50 }, last: perSender - 1)
     }
     #expect(found.isEmpty, "\(found.prefix(6)) (\(found.count) in all)")
     for c in keep.withLock({ $0 }) { c.cancel() }
@@ -402,7 +409,9 @@ struct ReplayWaiterAttackTests {
   /// waiter), or cancels the replaying subscriber. Completed: the subscriber receives the
   /// whole burst, then the completion, once. Cancelled: nothing reaches it after `cancel()`
   /// returned, and it is released.
-  @Test("completion or cancel from another thread while a replay's rest is handed back", arguments: [false, true])
+  @Test(
+    "completion or cancel from another thread while a replay's rest is handed back",
+    arguments: [false, true])
   func completionOrCancelDuringHandBack(cancelling: Bool) async {
     let subject = CurrentValueSubject<Int, Never>(0)
     let burst = 500
@@ -415,7 +424,9 @@ struct ReplayWaiterAttackTests {
     let afterCancel = Atomic<Int>(0)
     let timedOut = Atomic<Int>(0)
     let probe = RequestTurnAttackTests.Probe<Int>(initialDemand: .none) { probe, value in
-      if cancelReturned.load(ordering: .sequentiallyConsistent) { afterCancel.add(1, ordering: .relaxed) }
+      if cancelReturned.load(ordering: .sequentiallyConsistent) {
+        afterCancel.add(1, ordering: .relaxed)
+      }
       guard probe.received.load(ordering: .relaxed) == 1 else { return 0 }
       go.signal()
       if !Self.spinUntil(20, { dReceived.load(ordering: .relaxed) >= burst + 1 }) {
