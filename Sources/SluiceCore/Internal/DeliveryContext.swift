@@ -48,6 +48,7 @@ public import Dispatch
 /// | ``exit()`` (a turn left or handed over) | — | depth −1; at 0 (not resuming): resuming if deferred waiters remain, else outside | — |
 /// | a deferred waiter resolved (resuming, depth 0) | — | — | dismissed: forget it; granted: take its turn (`resume`); none left: outside |
 /// | ``deferTurn(_:resume:)`` | — (a thread outside blocks instead) | waiter kept | — |
+/// | ``beginCall()`` … ``endCall()`` (a fan-in's `request`, asking each upstream in turn) | allowance = ``allowancePerCall``, kept by the turns taken until ``endCall()`` | nothing | nothing |
 @usableFromInline
 struct DeliveryContext {
   /// The thread's state; only its own thread reads or writes it, so it needs no lock.

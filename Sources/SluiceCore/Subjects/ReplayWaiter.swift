@@ -14,13 +14,16 @@ import Synchronization
 /// hands the rest of the drain back to the holder (first in the turn's queue), then lets the
 /// holder go on (``resume()``). So the replay's call delivers at most its allowance of other
 /// threads' values, however much the holder queued, and the holder delivers the rest: its own
-/// work, as a Combine sender waits for the subscriber's lock.
+/// work, as a Combine sender waits for the subscriber's lock. A holder that would hand the turn
+/// to a waiting sender queued before the replay's waiter waits for the replay first
+/// (``SharedSubscriberList/pauseAtPendingReplay(_:)``), so that the rest comes back to the thread
+/// that queued it, never to the next holder.
 ///
 /// States (``state``), each transition a single atomic step:
 ///
 /// | event | waiting | paused | withdrawn / resumed |
 /// |---|---|---|---|
-/// | the holder reaches it, under the subject's lock (``pause()``) | paused: it waits | — | withdrawn: skipped |
+/// | the holder reaches it, or is about to hand the turn on before it, under the subject's lock (``pause()``) | paused: it waits | — | withdrawn: skipped |
 /// | the replay is done, under the subject's lock (``withdraw()``) | withdrawn: nobody waits | resumed: the holder is woken (``resume()``, after unlocking) | — |
 ///
 /// The holder waits only for the replaying thread's drain — a bounded amount of delivery that
