@@ -148,7 +148,7 @@ struct AdversarialBoundTests {
     let c2 = target.sink { value in
       guard value == 0 else { return }
       entered.signal()
-      let got = otherReturned.wait(timeout: .now() + .seconds(2)) == .success
+      let got = otherReturned.wait(timeout: .now() + .seconds(1)) == .success
       sawOtherReturn.withLock { $0 = got }
     }
     let returned = await allReturn(threads: 1, deadline: .seconds(600)) { _ in
@@ -184,7 +184,7 @@ struct AdversarialBoundTests {
     let c1 = relay.sink { value in
       guard value == 0 else { return }
       entered.signal()
-      let got = otherReturned.wait(timeout: .now() + .seconds(2)) == .success
+      let got = otherReturned.wait(timeout: .now() + .seconds(1)) == .success
       sawOtherReturn.withLock { $0 = got }
     }
     let returned = await allReturn(threads: 1, deadline: .seconds(600)) { _ in

@@ -66,7 +66,7 @@ struct BlockingSubscriberTests {
 
   @Test("it waits — a deadlock without the timeout — once other threads used the turn's grants")
   func grantsUsedUp() async {
-    let setup = BlockingSetup(timeout: 2)
+    let setup = BlockingSetup(timeout: 1)
     let returned = await allReturn(threads: 1) { _ in
       let holder = setup.holdTheTurn()
       // A third thread's sends use the turn's grants (each returns at once: handed over).

@@ -253,7 +253,7 @@ struct ReplayTurnAdversarialTests {
   /// unused, and one third thread sends one value. But a replay's waiter is queued, so the one
   /// send must wait (`waitersQueued > 0`), the holder waits at the replay's waiter, and the
   /// replay's thread is blocked in its replay waiting for the send: a deadlock that only the
-  /// subscriber's timeout (3 s) breaks. Pinned as documented: the rule for blocking subscribers
+  /// subscriber's timeout (1 s) breaks. Pinned as documented: the rule for blocking subscribers
   /// ("Differences from Combine") lists a replay in progress on another thread among the cases
   /// where a send finds no grant.
   @Test("a replay that waits for one other thread's send, the turn's grants unused")
@@ -282,7 +282,7 @@ struct ReplayTurnAdversarialTests {
           guard first.exchange(false, ordering: .relaxed) else { return }
           replayStarted.signal()
           sendNow.signal()
-          let got = sendReturned.wait(timeout: .now() + 3) == .success
+          let got = sendReturned.wait(timeout: .now() + 1) == .success
           sawReturn.withLock { $0 = got }
         }
         holder.withLock { $0 = cancellable }
@@ -302,7 +302,7 @@ struct ReplayTurnAdversarialTests {
   /// The rule's other replay case: the replay's `receive` blocks until the *holder's* send
   /// returns. The holder's turn reaches the replay's waiter and waits there for the replay (so
   /// that nothing more is offered to the replaying subscriber meanwhile): a deadlock that only
-  /// the subscriber's timeout (3 s) breaks — where Combine's send, which never meets the new
+  /// the subscriber's timeout (1 s) breaks — where Combine's send, which never meets the new
   /// subscriber, would return. Pinned as documented ("Differences from Combine": a replay in
   /// progress makes the turn in progress wait for it).
   @Test("a replay that waits for the send of the thread whose turn is in progress")
@@ -329,7 +329,7 @@ struct ReplayTurnAdversarialTests {
       let cancellable = subject.sink { _ in
         guard first.exchange(false, ordering: .relaxed) else { return }
         replayStarted.signal()
-        let got = holderReturned.wait(timeout: .now() + 3) == .success
+        let got = holderReturned.wait(timeout: .now() + 1) == .success
         sawReturn.withLock { $0 = got }
       }
       holder.withLock { $0 = cancellable }

@@ -131,7 +131,7 @@ struct ConduitFastPathTests {
 
   @Test("8 threads sending to 3 sinks: each value once, never two deliveries at a time")
   func concurrentSendersNeverOverlap() async {
-    for _ in 0..<20 {
+    for _ in 0..<max(3, stressScaled(20)) {
       let subject = PassthroughSubject<Int, Never>()
       let perThread = 2_000
       let sinks = (0..<3).map { _ in OverlapDetector() }
