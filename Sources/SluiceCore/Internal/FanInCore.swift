@@ -216,12 +216,12 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
   @usableFromInline
   let name: String
   @usableFromInline
-  let state: ContendedLock<State>
+  let state: Lock<State>
 
   @inlinable
   init(_ kind: Kind, downstream: Downstream) {
     name = kind == .zip ? "Zip" : "CombineLatest"
-    state = ContendedLock(State(kind: kind, downstream: downstream))
+    state = Lock(State(kind: kind, downstream: downstream))
   }
 
   /// Runs a `zip` or `combineLatest` into `downstream`: `subscribeAll` subscribes the core to

@@ -168,13 +168,13 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   @usableFromInline
   let maxPublishers: Subscribers.Demand
   @usableFromInline
-  let state: ContendedLock<State>
+  let state: Lock<State>
 
   @inlinable
   init(name: String, downstream: Downstream, maxPublishers: Subscribers.Demand, hasOuter: Bool) {
     self.name = name
     self.maxPublishers = maxPublishers
-    state = ContendedLock(State(downstream: downstream, outerFinished: !hasOuter))
+    state = Lock(State(downstream: downstream, outerFinished: !hasOuter))
   }
 
   /// Counts an inner about to be subscribed (so the merge does not finish before it does) and

@@ -76,14 +76,14 @@ final class SerialDelivery<Downstream: Subscriber>: @unchecked Sendable {
   }
 
   @usableFromInline
-  let state: ContendedLock<State>
+  let state: Lock<State>
   /// Receives the demand the downstream returned for a value (after unlocking).
   @usableFromInline
   let returned: (Subscribers.Demand) -> Void
 
   @inlinable
   init(_ downstream: Downstream, returned: @escaping (Subscribers.Demand) -> Void) {
-    state = ContendedLock(State(downstream: downstream))
+    state = Lock(State(downstream: downstream))
     self.returned = returned
   }
 

@@ -50,7 +50,7 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// Whether a subscriber's demand is on/off: after its first request it receives every value
   /// (ObservableObjectPublisher, as in Combine).
   @usableFromInline let demandIsOnOff: Bool
-  @usableFromInline let state: ContendedLock<State>
+  @usableFromInline let state: Lock<State>
   /// The subscriptions in attachment order: changed under `state`'s lock (the list is in
   /// `State.subscribers`), read by one sender at a time without it.
   @usableFromInline let subscribers = SharedSubscriberList<Output, Failure>()
@@ -73,8 +73,7 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     self.name = name
     replaysCurrentValue = currentValue != nil
     self.demandIsOnOff = demandIsOnOff
-    state = ContendedLock(
-      State(currentValue: currentValue, upstreamsOpen: !requestsUpstreamsOnDemand))
+    state = Lock(State(currentValue: currentValue, upstreamsOpen: !requestsUpstreamsOnDemand))
   }
 
   /// The subject's name: what a conduit's `parent` and `subject` children show.
