@@ -178,8 +178,10 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   }
 
   /// The turn was handed to this thread's waiter: it offers its own grants, delivers its value
-  /// to the subscribers attached when it was sent, and runs what follows.
-  @usableFromInline
+  /// to the subscribers attached when it was sent, and runs what follows. (Inlinable so that
+  /// the queue it runs is specialised: generic, `runHandedOver` looked up metadata per item —
+  /// 3–4 % of a profile with eight contending senders.)
+  @inlinable
   func takeGrantedTurn(
     _ value: Output, to conduits: SlotArray<AnyConduit<Output, Failure>>,
     _ context: DeliveryContext
