@@ -475,89 +475,63 @@ struct SendableBox<Value>: @unchecked Sendable {
   let value: Value
 }
 
-for senders in [1, 2, 8, 16] {
-  let name = "PassthroughSubject, 1 sink, \(senders) sender thread\(senders == 1 ? "" : "s")"
-  // Enough values that every sender is preempted many times while the others run (with 40,000
-  // a sender finished its share within one time slice: no contention was measured).
-  let total = Int(ProcessInfo.processInfo.environment["SHAPES_SENDER_VALUES"] ?? "") ?? 1_000_000
-  shape(
-    name, unit: "value",
-    [
-      (
-        "Sluice",
-        {
-          let subject = Sluice.PassthroughSubject<Int, Never>()
-          let tally = AtomicTally()
-          let c = subject.sink { _ in tally.count.add(1, ordering: .relaxed) }
-          let t = concurrentSends(senders: senders, perSender: total / senders) { subject.send($0) }
-          check(tally.count.load(ordering: .relaxed), total, name); c.cancel()
-          return t
-        }
-      ),
-      (
-        "OpenCombine",
-        {
-          let subject = SendableBox(value: OpenCombine.PassthroughSubject<Int, Never>())
-          let tally = AtomicTally()
-          let c = subject.value.sink { @Sendable _ in tally.count.add(1, ordering: .relaxed) }
-          let t = concurrentSends(senders: senders, perSender: total / senders) {
-            subject.value.send($0)
-          }
-          check(tally.count.load(ordering: .relaxed), total, name); c.cancel()
-          return t
-        }
-      ),
-    ])
-}
-
 /// About `nanoseconds` of work, as a sink that updates a model does.
 @inline(never)
-func work(_ nanoseconds: UInt64) {
+nonisolated func work(_ nanoseconds: UInt64) {
+  guard nanoseconds > 0 else { return }
   let end = DispatchTime.now().uptimeNanoseconds + nanoseconds
   while DispatchTime.now().uptimeNanoseconds < end {}
 }
 
-// The same with a sink that works ~1 µs per value: the sending threads now wait for the
-// delivery in progress (behind OpenCombine's lock, or for Sluice's turn) instead of finishing
-// within a time slice.
-for senders in [1, 2, 8, 16] {
-  let threads = "\(senders) sender thread\(senders == 1 ? "" : "s")"
-  let name = "PassthroughSubject, 1 sink of ~1 µs, \(threads)"
-  let total = Int(ProcessInfo.processInfo.environment["SHAPES_SLOW_SINK_VALUES"] ?? "") ?? 100_000
-  shape(
-    name, unit: "value",
-    [
-      (
-        "Sluice",
-        {
-          let subject = Sluice.PassthroughSubject<Int, Never>()
-          let tally = AtomicTally()
-          let c = subject.sink { _ in
-            work(1_000)
-            tally.count.add(1, ordering: .relaxed)
+// A sink with no work, then one that works ~1 µs per value: with it the sending threads wait
+// for the delivery in progress (behind OpenCombine's lock, or for Sluice's turn).
+let sinks: [(UInt64, String, Int)] = [
+  (0, "1 sink", 1_000_000), (1_000, "1 sink of ~1 µs", 100_000),
+]
+for (sinkWork, sinkName, defaultTotal) in sinks {
+  for senders in [1, 2, 8, 16] {
+    let name = "PassthroughSubject, \(sinkName), \(senders) sender thread\(senders == 1 ? "" : "s")"
+    // Enough values that every sender is preempted many times while the others run (with 40,000
+    // a sender finished its share within one time slice: no contention was measured).
+    let variable = sinkWork == 0 ? "SHAPES_SENDER_VALUES" : "SHAPES_SLOW_SINK_VALUES"
+    let total = Int(ProcessInfo.processInfo.environment[variable] ?? "") ?? defaultTotal
+    shape(
+      name, unit: "value",
+      [
+        (
+          "Sluice",
+          {
+            let subject = Sluice.PassthroughSubject<Int, Never>()
+            let tally = AtomicTally()
+            let c = subject.sink { _ in
+              work(sinkWork)
+              tally.count.add(1, ordering: .relaxed)
+            }
+            let t = concurrentSends(senders: senders, perSender: total / senders) {
+              subject.send($0)
+            }
+            check(tally.count.load(ordering: .relaxed), total, name); c.cancel()
+            return t
           }
-          let t = concurrentSends(senders: senders, perSender: total / senders) { subject.send($0) }
-          check(tally.count.load(ordering: .relaxed), total, name); c.cancel()
-          return t
-        }
-      ),
-      (
-        "OpenCombine",
-        {
-          let subject = SendableBox(value: OpenCombine.PassthroughSubject<Int, Never>())
-          let tally = AtomicTally()
-          let c = subject.value.sink { @Sendable _ in
-            work(1_000)
-            tally.count.add(1, ordering: .relaxed)
+        ),
+        (
+          "OpenCombine",
+          {
+            let subject = SendableBox(value: OpenCombine.PassthroughSubject<Int, Never>())
+            let tally = AtomicTally()
+            let c = subject.value.sink { @Sendable _ in
+              work(sinkWork)
+              tally.count.add(1, ordering: .relaxed)
+            }
+            let t = concurrentSends(senders: senders, perSender: total / senders) {
+              subject.value.send($0)
+            }
+            check(tally.count.load(ordering: .relaxed), total, name); c.cancel()
+            return t
           }
-          let t = concurrentSends(senders: senders, perSender: total / senders) {
-            subject.value.send($0)
-          }
-          check(tally.count.load(ordering: .relaxed), total, name); c.cancel()
-          return t
-        }
-      ),
-    ])
+        ),
+      ])
+  }
 }
 
 // MARK: - Run
