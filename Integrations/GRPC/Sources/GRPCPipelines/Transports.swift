@@ -15,8 +15,9 @@ public struct TransportSettings: Sendable {
   public var keepaliveTimeout: Duration = .seconds(1)
   /// The largest request message the server accepts (4 MiB by default).
   public var maxRequestBytes: Int?
-  /// The most concurrent streams a client may open on one connection (server; default:
-  /// unlimited).
+  /// The most concurrent streams a client may open on one connection (server); `nil` keeps
+  /// swift-nio-http2's default, 100: a client's further calls wait until a stream of the
+  /// connection ends.
   public var maxConcurrentStreams: Int?
 
   public init(
