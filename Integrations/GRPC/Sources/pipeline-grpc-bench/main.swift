@@ -190,7 +190,8 @@ func idleStreamMemory(_ endpoint: Endpoint, sluice: Bool) async throws -> Double
     if sluice {
       cancellables.append(
         endpoint.client.count(idle).sink(
-          receiveCompletion: { _ in ended.count.add(1, ordering: .relaxed) }, receiveValue: { _ in }))
+          receiveCompletion: { _ in ended.count.add(1, ordering: .relaxed) }, receiveValue: { _ in }
+        ))
     } else {
       Task {
         defer { ended.count.add(1, ordering: .relaxed) }
@@ -267,5 +268,6 @@ try await withEndpoints { sluice, plain in
     "memory per idle stream (\(idleStreams) streams, client and server in this process, "
       + "after a pass of each): Sluice \(String(format: "%.1f", sluicePerStream)) KiB, plain "
       + "\(String(format: "%.1f", plainPerStream)) KiB (first passes, growing the process: "
-      + "Sluice \(String(format: "%.1f", sluiceFirst)), plain \(String(format: "%.1f", plainFirst)))")
+      + "Sluice \(String(format: "%.1f", sluiceFirst)), plain \(String(format: "%.1f", plainFirst)))"
+  )
 }
