@@ -85,6 +85,43 @@ struct PipelineWriterStateTests {
     #expect(next?.frames.readableBytes == 10)
   }
 
+  @Test func aWriteCompletingDuringARequestCallLeavesLessThanABatchForTheCall() {
+    var (machine, _) = streaming(batch: 100)
+    _ = machine.requestStarting()
+    var batch = frames(100)
+    let first = machine.received(&batch)
+    #expect(first == (true, true))
+    let write = machine.flushDue()
+    #expect(write?.frames.readableBytes == 100)
+    // Frames handed over inside the call (its demand ran out), under a batch.
+    var part = frames(30)
+    let second = machine.received(&part)
+    #expect(second == (true, false))
+    let completed = machine.writeCompleted()
+    #expect(completed == nil, "under a batch while the call runs: it waits for the call")
+    #expect(machine.pending.readableBytes == 30)
+    // The call fills the batch: flushed at once, the socket being idle.
+    var rest = frames(70)
+    let full = machine.received(&rest)
+    #expect(full == (true, true))
+    let next = machine.flushDue()
+    #expect(next?.frames.readableBytes == 100)
+    // A write completing with a full batch waiting takes it, call or not.
+    var more = frames(100)
+    _ = machine.received(&more)
+    let taken = machine.writeCompleted()
+    #expect(taken?.frames.readableBytes == 100)
+    // Once the call returns, what waits is flushed.
+    var tail = frames(10)
+    _ = machine.received(&tail)
+    _ = machine.writeCompleted()
+    var none = ByteBuffer()
+    let returned = machine.requestReturned(&none, yielded: false)
+    #expect(returned == (true, false))
+    let last = machine.flushDue()
+    #expect(last?.frames.readableBytes == 10)
+  }
+
   @Test func aValueOutsideARequestCallIsWrittenAtOnceUnlessAWriteIsInFlight() {
     var (machine, _) = streaming()
     var frame = frames(5)

@@ -2,6 +2,12 @@ public import NIOCore
 public import NIOPosix
 public import Sluice
 
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#endif
+
 /// A publisher of the values a ``PipelineServer`` serves, over a TCP connection made for each
 /// subscriber on its first request.
 ///
@@ -15,7 +21,9 @@ public import Sluice
 /// buffer, the TCP window closes, and the server stops asking its pipeline for values. **In
 /// flight** on this side, at most: one read of `readSize` bytes of frames (16 KiB by default),
 /// one frame being reassembled (at most `maximumFrameLength`), and the kernel's receive buffer
-/// (twice `receiveBufferSize` on Linux).
+/// (twice `receiveBufferSize` on Linux). On Linux the connection asks for TCP segments of at
+/// most a quarter of `receiveBufferSize`, so that this small window never waits on TCP's probe
+/// timer (see ``RemotePipelineConfiguration/receiveBufferSize``).
 ///
 /// **Threads**: values and the completion are delivered on the connection's event loop (a
 /// subscriber that blocks there holds up that loop's other connections: move slow work with
@@ -92,6 +100,13 @@ struct RemotePipelineEndpoint: Sendable {
       bootstrap = bootstrap.channelOption(
         .socketOption(.so_rcvbuf), value: SocketOptionValue(receiveBufferSize))
     }
+    #if os(Linux)
+      // Before connecting: the SYN announces it, so the server's segments fit the window.
+      if let segment = configuration.maximumSegmentSize {
+        bootstrap = bootstrap.channelOption(
+          .tcpOption(.init(rawValue: CInt(TCP_MAXSEG))), value: SocketOptionValue(segment))
+      }
+    #endif
     return bootstrap.channelInitializer { channel in
       channel.eventLoop.makeCompletedFuture {
         let handlers = channel.pipeline.syncOperations

@@ -17,8 +17,9 @@ import Sluice
 /// `filling` batch.
 ///
 /// **Batches**: a value sent during one of the writer's own `request` calls (a synchronous
-/// source emits all it can inside it) waits for a full batch or for that call to return;
-/// any other value schedules a write at once unless one is in flight or scheduled.
+/// source emits all it can inside it) waits for a full batch or for that call to return — a
+/// write completing meanwhile leaves less than a batch where it is; any other value
+/// schedules a write at once unless one is in flight or scheduled.
 ///
 /// | state | event | next state | action |
 /// |---|---|---|---|
@@ -26,6 +27,7 @@ import Sluice
 /// | streaming | frames, not two batches behind a busy socket | streaming | go on; write if idle |
 /// | streaming | frames, two batches behind a busy socket | streaming (stalled) | stop |
 /// | streaming (stalled) | write takes pending | streaming | write; request more |
+/// | streaming | write completed, under a batch waits, a request call runs | streaming | none |
 /// | streaming | request call returned, it yielded | streaming | request more (a new call) |
 /// | streaming, awaiting | completion | completing | write if idle |
 /// | streaming | value not encodable | completing | cancel; failure frame |
@@ -195,13 +197,21 @@ struct PipelineWriterState {
   }
 
   /// The write in flight completed (or failed: the channel is closing). The next write, if
-  /// frames wait.
+  /// frames wait — while a request call of the writer's runs, only if they make a batch (the
+  /// call hands over a full one or returns, and either schedules the flush).
   mutating func writeCompleted() -> Write? {
     writeInFlight = false
     if var written = inFlight {
       inFlight = nil
       written.clear()  // NIO released it: its storage is reused, not copied
       spare = written
+    }
+    if case .streaming = phase, requestCalls > 0, pending.readableBytes < batchBytes {
+      // Less than a batch, and a request call of the writer's is running: it hands over a
+      // full batch (flushed at once: the socket is idle) or returns (then what waits is
+      // flushed). Writing the part now would make a write of every few values while the
+      // kernel takes them as fast as they come.
+      return nil
     }
     return takeWrite()
   }
