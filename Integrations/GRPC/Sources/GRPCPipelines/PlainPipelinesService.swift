@@ -58,10 +58,7 @@ public struct PlainPipelinesService: Sluice_Pipelines_Pipelines.ServiceProtocol 
     -> ServerResponse<Total>
   {
     var total = Total()
-    for try await tick in request.messages {
-      total.sum += tick.value
-      total.count += 1
-    }
+    for try await tick in request.messages { total = total.adding(tick) }
     return ServerResponse(message: total)
   }
 

@@ -37,12 +37,7 @@ struct SluicePipelinesService: Sluice_Pipelines_Pipelines.ServiceProtocol {
     -> ServerResponse<Total>
   {
     await ServerResponse(
-      singleValueOf: request.publisher.reduce(Total()) { total, tick in
-        var total = total
-        total.sum += tick.value
-        total.count += 1
-        return total
-      })
+      singleValueOf: request.publisher.reduce(Total()) { $0.adding($1) })
   }
 
   func square(request: StreamingServerRequest<Tick>, context: ServerContext) async throws

@@ -103,6 +103,53 @@ struct AdapterTests {
     }
   }
 
+  /// A publisher that breaks the rules: each request makes it send a hundred times what was
+  /// asked for, until cancelled.
+  struct Flooding: Publisher {
+    typealias Output = Int
+    typealias Failure = Never
+    let cancelled: Observed<Bool>
+
+    func receive<S: Subscriber>(subscriber: S) where S.Input == Int, S.Failure == Never {
+      subscriber.receive(subscription: Flood(subscriber, cancelled))
+    }
+
+    final class Flood<S: Subscriber>: Subscription, @unchecked Sendable
+    where S.Input == Int, S.Failure == Never {
+      // Safety: a test's publisher, requested and cancelled from the writer's task and the
+      // bridge; `next` is touched inside request calls only, which the bridge makes serially.
+      let subscriber: S
+      let cancelled: Observed<Bool>
+      var next = 0
+      init(_ subscriber: S, _ cancelled: Observed<Bool>) {
+        self.subscriber = subscriber
+        self.cancelled = cancelled
+      }
+      func request(_ demand: Subscribers.Demand) {
+        for _ in 0..<(demand.max ?? 1) * 100 {
+          if cancelled.value { return }
+          _ = subscriber.receive(next)
+          next += 1
+        }
+      }
+      func cancel() { cancelled.update { $0 = true } }
+    }
+  }
+
+  @Test func aPublisherSendingBeyondItsDemandIsCancelledAndTheRPCFails() async throws {
+    let cancelled = Observed(false)
+    let writer = GatedWriter()
+    writer.release()
+    await #expect {
+      try await RPCWriter(wrapping: writer).write(Flooding(cancelled: cancelled), prefetch: 4)
+    } throws: { error in
+      guard let error = error as? RPCError else { return false }
+      return error.code == .internalError && error.message.hasPrefix("API Violation:")
+    }
+    #expect(cancelled.value, "the publisher saw cancel()")
+    #expect(writer.written.value == [0, 1, 2, 3], "what was asked for is written, nothing more")
+  }
+
   @Test func cancellingTheWritingTaskCancelsThePublisher() async throws {
     let cancelled = Observed(false)
     let writer = GatedWriter()  // never released: the first write blocks

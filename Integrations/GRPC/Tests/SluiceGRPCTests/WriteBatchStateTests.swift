@@ -19,6 +19,12 @@ struct WriteBatchStateTests {
     func cancel() { cancelled = true }
   }
 
+  /// Whether `receivedValue` left nothing to do after unlocking (the value was buffered).
+  func isBuffered(_ action: State.ValueAction) -> Bool {
+    if case .none = action { return true }
+    return false
+  }
+
   /// The batch `nextBatch` hands over at once, if any.
   func batch(_ state: inout State) -> [Int]? {
     guard case .take(.values(let values)) = state.nextBatch(nil) else { return nil }
@@ -33,9 +39,9 @@ struct WriteBatchStateTests {
       return
     }
     #expect(demand == .max(4))
-    for value in 0..<3 { #expect(state.receivedValue(value) == nil, "no writer parked") }
+    for value in 0..<3 { #expect(isBuffered(state.receivedValue(value)), "no writer parked") }
     #expect(batch(&state) == [0, 1, 2], "everything that arrived, in order, as one batch")
-    #expect(state.receivedValue(3) == nil)
+    #expect(isBuffered(state.receivedValue(3)))
     // 3 being written, 1 buffered, 0 outstanding: accepting the 3 gives back 3.
     let more = state.written(3)
     #expect(more?.1 == .max(3))
@@ -77,6 +83,32 @@ struct WriteBatchStateTests {
     }
   }
 
+  @Test func aValueBeyondTheDemandCancelsThePublisherAndEndsWithOverDemand() {
+    var state = State(prefetch: 2)
+    let upstream = CountingSubscription()
+    _ = state.receivedSubscription(upstream)
+    #expect(isBuffered(state.receivedValue(0)))
+    #expect(isBuffered(state.receivedValue(1)))
+    // A third value: nobody asked for it.
+    guard case .violated(let cancelled?, nil) = state.receivedValue(2) else {
+      Issue.record("a value beyond the demand is a violation, the upstream to cancel")
+      return
+    }
+    #expect((cancelled as? CountingSubscription) === upstream)
+    #expect(isBuffered(state.receivedValue(3)), "ignored afterwards")
+    #expect(state.receivedCompletion(.finished) == nil, "ignored afterwards")
+    #expect(batch(&state) == [0, 1], "what was asked for is still written")
+    #expect(state.written(2) == nil, "nothing more is asked")
+    guard case .take(.overDemand) = state.nextBatch(nil) else {
+      Issue.record("then the over-demand end")
+      return
+    }
+    guard case .take(.end(nil)) = state.nextBatch(nil) else {
+      Issue.record("terminal afterwards")
+      return
+    }
+  }
+
   @Test func cancelIsTerminalAndIdempotentAndCancelsALateSubscription() {
     var state = State(prefetch: 4)
     let upstream = CountingSubscription()
@@ -87,7 +119,7 @@ struct WriteBatchStateTests {
     #expect(released.buffer == [0], "the buffer is released after unlocking")
     let again = state.cancelled()
     #expect(again.upstream == nil && again.buffer.isEmpty, "idempotent")
-    #expect(state.receivedValue(1) == nil)
+    #expect(isBuffered(state.receivedValue(1)))
     guard case .take(.end(nil)) = state.nextBatch(nil) else {
       Issue.record("a cancelled loop gets the end")
       return

@@ -149,8 +149,27 @@ enum PipelineWriting {
         batches.written(batch.count)
       case .end(let completion):
         return completion
+      case .overDemand:
+        throw OverDemand.error
       }
     }
+  }
+}
+
+/// The error that ends an RPC whose written publisher sent more values than it was asked for
+/// (see ``WriteBatchState``): it breaks the subscriber rules, so it is cancelled and the RPC
+/// fails with `.internalError`, rather than buffering its values without bound.
+@usableFromInline
+enum OverDemand {
+  @usableFromInline
+  static var error: RPCError {
+    RPCError(
+      code: .internalError,
+      message: """
+        API Violation: the publisher written to this gRPC stream (StreamingServerResponse\
+        (publishing:), StreamingClientRequest(publishing:) or RPCWriter.write) sent a value \
+        beyond its subscriber's demand; it was cancelled and the RPC ended.
+        """)
   }
 }
 

@@ -18,17 +18,25 @@ import Sluice
 /// never exceed `prefetch`: the writer's suspension (the stream is not writable) stops the
 /// demand.
 ///
+/// **A publisher that sends more than it was asked** (it breaks the subscriber rules) is not
+/// buffered without bound: at the first value beyond the demand the subscription is
+/// cancelled, the values received within the demand are still written, and then the writer
+/// ends the RPC with `.internalError` (``Next/overDemand``) — never a crash, never unbounded
+/// memory.
+///
 /// States: `awaitingSubscription` → `subscribed(s)` → `finished(c)` (the publisher completed;
-/// buffered values are still taken, then `c`) → `terminal` (the writer took the end, or
-/// cancelled).
+/// buffered values are still taken, then `c`) or `violated` (a value beyond the demand; the
+/// buffered values are still taken, then the over-demand end) → `terminal` (the writer took
+/// the end, or cancelled).
 ///
 /// Transitions (event → change, action performed after unlocking):
 /// | event | awaiting / subscribed | finished | terminal |
 /// |---|---|---|---|
 /// | `receivedSubscription(s)` | subscribed; request `prefetch` | cancel `s` | cancel `s` |
-/// | `receivedValue(v)` | a parked writer: resume it with `[v]`; else buffer `v` | ignore | ignore |
+/// | `receivedValue(v)`, within the demand | a parked writer: resume it with `[v]`; else buffer `v` | ignore | ignore |
+/// | `receivedValue(v)`, beyond the demand | violated; cancel upstream; a parked writer: resume it with the over-demand end, terminal | ignore | ignore |
 /// | `receivedCompletion(c)` | a parked writer: resume it with `c`, terminal; else finished | ignore | ignore |
-/// | `nextBatch(k)` (writer) | the buffer if not empty, else park `k` | the buffer, else `c` and terminal | the end |
+/// | `nextBatch(k)` (writer) | the buffer if not empty, else park `k` | the buffer, else `c` (violated: the over-demand end) and terminal | the end |
 /// | `written(n)` (writer) | request what brings the total back to `prefetch` | nothing | nothing |
 /// | `cancelled` | terminal; cancel upstream; resume a parked writer with the end | terminal | nothing |
 @usableFromInline
@@ -37,6 +45,9 @@ struct WriteBatchState<Output, Failure: Error> {
   @usableFromInline enum Next {
     case values([Output])
     case end(Subscribers.Completion<Failure>?)
+    /// The publisher sent more values than it was asked for: it was cancelled, and the RPC
+    /// ends with `.internalError`.
+    case overDemand
   }
 
   @usableFromInline typealias Writer = UnsafeContinuation<UncheckedBox<Next>, Never>
@@ -45,6 +56,8 @@ struct WriteBatchState<Output, Failure: Error> {
     case awaitingSubscription
     case subscribed(any Subscription)
     case finished(Subscribers.Completion<Failure>)
+    /// A value beyond the demand arrived; the subscription was cancelled.
+    case violated
     case terminal
   }
 
@@ -81,20 +94,37 @@ struct WriteBatchState<Output, Failure: Error> {
     return .request(subscription, .max(prefetch))
   }
 
-  /// The parked writer to resume with `[value]`, if any (the value is then not buffered).
-  @inlinable mutating func receivedValue(_ value: Output) -> Writer? {
+  /// What ``receivedValue(_:)`` leaves to do after unlocking.
+  @usableFromInline enum ValueAction {
+    /// Buffered, or ignored (after the end).
+    case none
+    /// Resume this parked writer with `[value]` (the value is not buffered).
+    case resume(Writer)
+    /// The value was beyond the demand: cancel the upstream (if any) and resume the parked
+    /// writer (if any) with ``Next/overDemand``.
+    case violated(upstream: (any Subscription)?, writer: Writer?)
+  }
+
+  @inlinable mutating func receivedValue(_ value: Output) -> ValueAction {
     switch phase {
     case .awaitingSubscription, .subscribed: break
-    case .finished, .terminal: return nil
+    case .finished, .violated, .terminal: return .none
     }
-    if outstanding > 0 { outstanding -= 1 }
+    guard outstanding > 0 else {
+      let upstream = subscription
+      let writer = parked
+      parked = nil
+      phase = writer == nil ? .violated : .terminal
+      return .violated(upstream: upstream, writer: writer)
+    }
+    outstanding -= 1
     if let writer = parked {
       parked = nil
       writing += 1
-      return writer
+      return .resume(writer)
     }
     buffer.append(value)
-    return nil
+    return .none
   }
 
   /// The parked writer to resume with the end, if any.
@@ -103,7 +133,7 @@ struct WriteBatchState<Output, Failure: Error> {
   {
     switch phase {
     case .awaitingSubscription, .subscribed: break
-    case .finished, .terminal: return nil
+    case .finished, .violated, .terminal: return nil
     }
     guard let writer = parked else {
       phase = .finished(completion)
@@ -131,6 +161,9 @@ struct WriteBatchState<Output, Failure: Error> {
     case .finished(let completion):
       phase = .terminal
       return .take(.end(completion))
+    case .violated:
+      phase = .terminal
+      return .take(.overDemand)
     case .terminal:
       return .take(.end(nil))
     case .awaitingSubscription, .subscribed:

@@ -5,7 +5,8 @@ import Sluice
 /// ``WriteBatchState`` for why batches, and the table of events).
 ///
 /// **Demand**: `prefetch` at the subscription, then, for each batch the writer accepted, as
-/// many as it held: requested + buffered + being written ≤ `prefetch`. **Ordering**: the
+/// many as it held: requested + buffered + being written ≤ `prefetch`; a value beyond that
+/// cancels the publisher and ends the RPC with `.internalError` (``WriteBatchState``). **Ordering**: the
 /// publisher's; a batch is what arrived in order since the last one. **Cancellation**:
 /// ``cancel()`` (the loop ended for any reason: it was cancelled, the writer failed, the RPC
 /// was cancelled) cancels the publisher, releases the buffer and ends a parked writer; it is
@@ -37,7 +38,15 @@ final class WriteBatches<Output: Sendable, Failure: Error>: Subscriber, Cancella
   }
 
   @inlinable func receive(_ input: Output) -> Subscribers.Demand {
-    state.withLock { $0.receivedValue(input) }?.resume(returning: UncheckedBox(.values([input])))
+    switch state.withLock({ $0.receivedValue(input) }) {
+    case .none:
+      break
+    case .resume(let writer):
+      writer.resume(returning: UncheckedBox(.values([input])))
+    case .violated(let upstream, let writer):
+      upstream?.cancel()
+      writer?.resume(returning: UncheckedBox(.overDemand))
+    }
     return .none
   }
 

@@ -25,7 +25,10 @@ import Synchronization
 ///
 /// gRPC lets a request stream be read once, while the handler runs: one subscriber, subscribed
 /// before the handler's response ends. A second subscription to the same publisher fails with
-/// `.failedPrecondition` instead of reading the stream twice.
+/// `.failedPrecondition` instead of reading the stream twice, and so does a subscription to a
+/// second publisher of the same request (each access to `request.publisher` makes one): the
+/// stream is claimed by its identity (``RequestStreamClaims``). To use the requests twice in
+/// one pipeline, take the publisher once and share it (`share()`, `multicast`).
 public struct RPCRequestPublisher<Message: Sendable>: Publisher, Sendable {
   public typealias Output = Message
   public typealias Failure = RPCError
@@ -42,7 +45,9 @@ public struct RPCRequestPublisher<Message: Sendable>: Publisher, Sendable {
   @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where S.Input == Message, S.Failure == RPCError {
-    guard claim.take() else {
+    // This publisher's claim, and the stream's (another publisher of the same request may
+    // have claimed it: each access to `request.publisher` makes a new one).
+    guard claim.take(), RequestStreamClaims.take(messages) else {
       Fail(
         error: RPCError(
           code: .failedPrecondition,

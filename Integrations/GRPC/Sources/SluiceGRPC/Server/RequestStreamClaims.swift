@@ -1,0 +1,71 @@
+import Synchronization
+
+/// Which request streams a publisher has claimed, by the identity of the object that lets such
+/// a stream be iterated once: grpc-swift's `UncheckedAsyncIteratorSequence` (under the
+/// deserializing `map` that `StreamingServerRequest.messages` wraps), which stops the process
+/// on a second iterator. Each access to `request.publisher` makes a new
+/// ``RPCRequestPublisher``; their claims are their own, so without this two publishers of one
+/// request, both subscribed, would read the stream twice.
+///
+/// The object is found by reflection, looking only through the stream's wrappers (structs,
+/// enums, optionals, existentials — never into another class's fields), a few levels deep.
+/// A stream built some other way (a test's `AsyncStream`, an interceptor's own sequence) has no
+/// such object; its publishers keep only their own claims, as before. Entries hold the object
+/// weakly, so a claim ends with its stream: an address reused by a later stream is not taken
+/// for the old one.
+@usableFromInline
+enum RequestStreamClaims {
+  struct Entry: @unchecked Sendable {
+    // Safety: the object is only compared by identity (under the table's lock), never used.
+    weak var stream: AnyObject?
+  }
+
+  struct Table {
+    var entries: [ObjectIdentifier: Entry] = [:]
+    /// The size at which entries whose streams are gone are dropped (amortised: twice the
+    /// live entries after each sweep).
+    var sweepAt = 64
+  }
+
+  static let table = Mutex(Table())
+
+  /// The name of grpc-swift's once-iterable sequence type.
+  static let onceIterableTypeName = "UncheckedAsyncIteratorSequence"
+
+  /// `true` if no other publisher claimed the stream that `messages` reads (or it has no
+  /// identity to claim it by); then it is this caller's.
+  @usableFromInline
+  static func take(_ messages: Any) -> Bool {
+    guard let stream = onceIterableStream(in: messages, depth: 0) else { return true }
+    let identity = ObjectIdentifier(stream)
+    let claim = Entry(stream: stream)
+    return table.withLock { table in
+      if let entry = table.entries[identity], let claimed = entry.stream,
+        claimed === claim.stream
+      {
+        return false
+      }
+      if table.entries.count >= table.sweepAt {
+        table.entries = table.entries.filter { $0.value.stream != nil }
+        table.sweepAt = max(64, 2 * table.entries.count)
+      }
+      table.entries[identity] = claim
+      return true
+    }
+  }
+
+  /// The once-iterable object inside `value`'s wrappers, if any.
+  static func onceIterableStream(in value: Any, depth: Int) -> AnyObject? {
+    guard depth < 5 else { return nil }
+    let mirror = Mirror(reflecting: value)
+    if mirror.displayStyle == .class {
+      // Only the stream's own object; another class's fields are not the stream's wrappers.
+      let name = String(describing: type(of: value))
+      return name.hasPrefix(onceIterableTypeName) ? value as AnyObject : nil
+    }
+    for child in mirror.children {
+      if let stream = onceIterableStream(in: child.value, depth: depth + 1) { return stream }
+    }
+    return nil
+  }
+}
