@@ -39,6 +39,41 @@ struct RequestStreamClaimTests {
     }
   }
 
+  /// Two interceptors' worth of wrapping of the request stream (`map` twice, then `map` and
+  /// `filter`), as interceptors that transform the messages add.
+  struct WrappingInterceptor: ServerInterceptor {
+    func intercept<Input: Sendable, Output: Sendable>(
+      request: StreamingServerRequest<Input>, context: ServerContext,
+      next:
+        @Sendable (StreamingServerRequest<Input>, ServerContext) async throws
+        -> StreamingServerResponse<Output>
+    ) async throws -> StreamingServerResponse<Output> {
+      var request = request
+      let once = RPCAsyncSequence(wrapping: request.messages.map { $0 })
+      let twice = RPCAsyncSequence(wrapping: once.map { $0 })
+      request.messages = RPCAsyncSequence(wrapping: twice.map { $0 }.filter { _ in true })
+      return try await next(request, context)
+    }
+  }
+
+  /// Serves ``TwiceReadingService`` in this process (behind `interceptors`) and runs `body`
+  /// with a client of it.
+  func withServer(
+    interceptors: [any ServerInterceptor] = [],
+    _ body: (GRPCClient<HTTP2ClientTransport.Posix>) async throws -> Void
+  ) async throws {
+    let server = GRPCServer(
+      transport: TransportSettings().serverTransport(), services: [TwiceReadingService()],
+      interceptors: interceptors)
+    let serving = Task { try await server.serve() }
+    defer {
+      server.beginGracefulShutdown()
+      serving.cancel()
+    }
+    let port = try #require(try await server.listeningAddress?.ipv4?.port)
+    try await withClient(port: port, body)
+  }
+
   func sum(_ client: GRPCClient<HTTP2ClientTransport.Posix>, twice: Bool) async throws -> Total {
     let pipelines = Sluice_Pipelines_Pipelines.Client(wrapping: client)
     return try await pipelines.sum(
@@ -48,17 +83,9 @@ struct RequestStreamClaimTests {
       })
   }
 
-  @Test func aSecondPublisherOfOneRequestIsRefusedAndTheServerGoesOn() async throws {
-    let settings = TransportSettings()
-    let server = GRPCServer(
-      transport: settings.serverTransport(), services: [TwiceReadingService()])
-    let serving = Task { try await server.serve() }
-    defer {
-      server.beginGracefulShutdown()
-      serving.cancel()
-    }
-    let port = try #require(try await server.listeningAddress?.ipv4?.port)
-    try await withClient(port: port) { client in
+  @Test(arguments: [false, true])
+  func aSecondPublisherOfOneRequestIsRefusedAndTheServerGoesOn(intercepted: Bool) async throws {
+    try await withServer(interceptors: intercepted ? [WrappingInterceptor()] : []) { client in
       for _ in 0..<3 {
         await #expect {
           _ = try await sum(client, twice: true)
@@ -69,6 +96,26 @@ struct RequestStreamClaimTests {
         let total = try await sum(client, twice: false)
         #expect(total.sum == 5_050 && total.count == 100)
       }
+    }
+  }
+
+  /// On the client, a request publisher that sends beyond its demand is cancelled and the call
+  /// fails with the bridge's `.internalError`, not with the stream reset that follows.
+  @Test func aRequestPublisherSendingBeyondItsDemandFailsTheCallWithInternalError() async throws {
+    try await withServer { client in
+      let cancelled = Observed(false)
+      let call = client.sum {
+        AdapterTests.Flooding(cancelled: cancelled).map { value in
+          Tick.with { $0.value = Int64(value) }
+        }
+      }
+      await #expect {
+        for try await _ in call.values {}
+      } throws: { error in
+        guard let error = error as? RPCError else { return false }
+        return error.code == .internalError && error.message.hasPrefix("API Violation:")
+      }
+      #expect(cancelled.value, "the request publisher saw cancel()")
     }
   }
 }

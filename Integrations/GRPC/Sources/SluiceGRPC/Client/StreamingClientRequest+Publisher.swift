@@ -29,7 +29,16 @@ extension StreamingClientRequest {
     _ pipeline: any HandedOverPipeline<Message>, metadata: Metadata, errorMapping: RPCErrorMapping
   ) {
     self.init(metadata: metadata) { writer in
-      switch try await pipeline.write(to: writer) {
+      let completion: Subscribers.Completion<any Error>?
+      do {
+        completion = try await pipeline.write(to: writer)
+      } catch let error as RPCError where OverDemand.matches(error) {
+        // The bridge's own verdict on the publisher (it sent beyond its demand): the call
+        // fails with it, not with the reset that throwing causes (`.unavailable`).
+        RequestPipelineFailure.current?.record(error)
+        throw error
+      }
+      switch completion {
       case .finished?: return
       case .failure(let failure)?:
         let error = errorMapping.rpcError(for: failure)

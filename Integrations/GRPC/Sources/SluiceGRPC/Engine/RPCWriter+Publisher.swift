@@ -162,14 +162,19 @@ enum PipelineWriting {
 @usableFromInline
 enum OverDemand {
   @usableFromInline
-  static var error: RPCError {
-    RPCError(
-      code: .internalError,
-      message: """
-        API Violation: the publisher written to this gRPC stream (StreamingServerResponse\
-        (publishing:), StreamingClientRequest(publishing:) or RPCWriter.write) sent a value \
-        beyond its subscriber's demand; it was cancelled and the RPC ended.
-        """)
+  static let message = """
+    API Violation: the publisher written to this gRPC stream (StreamingServerResponse\
+    (publishing:), StreamingClientRequest(publishing:) or RPCWriter.write) sent a value \
+    beyond its subscriber's demand; it was cancelled and the RPC ended.
+    """
+
+  @usableFromInline
+  static var error: RPCError { RPCError(code: .internalError, message: message) }
+
+  /// Whether `error` is ``error``.
+  @usableFromInline
+  static func matches(_ error: RPCError) -> Bool {
+    error.code == .internalError && error.message == message
   }
 }
 

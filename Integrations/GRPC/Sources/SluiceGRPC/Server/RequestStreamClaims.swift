@@ -8,9 +8,13 @@ import Synchronization
 /// request, both subscribed, would read the stream twice.
 ///
 /// The object is found by reflection, looking only through the stream's wrappers (structs,
-/// enums, optionals, existentials — never into another class's fields), a few levels deep.
-/// A stream built some other way (a test's `AsyncStream`, an interceptor's own sequence) has no
-/// such object; its publishers keep only their own claims, as before. Entries hold the object
+/// enums, optionals, existentials — never into another class's fields), up to 24 levels deep:
+/// each interceptor that wraps `request.messages` in `map`, `filter` and the like adds two or
+/// three.
+/// A stream built some other way (a test's `AsyncStream`, an interceptor that pumps the
+/// messages into a stream of its own) has no such object; its publishers keep only their own
+/// claims, as before — and such a stream read through two publishers may trap in its own
+/// type (an `AsyncThrowingStream` does on a second concurrent `next()`). Entries hold the object
 /// weakly, so a claim ends with its stream: an address reused by a later stream is not taken
 /// for the old one.
 @usableFromInline
@@ -56,7 +60,7 @@ enum RequestStreamClaims {
 
   /// The once-iterable object inside `value`'s wrappers, if any.
   static func onceIterableStream(in value: Any, depth: Int) -> AnyObject? {
-    guard depth < 5 else { return nil }
+    guard depth < 24 else { return nil }
     let mirror = Mirror(reflecting: value)
     if mirror.displayStyle == .class {
       // Only the stream's own object; another class's fields are not the stream's wrappers.
