@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every fuzz target (or those named) for a fixed time each, one after another, and prints
-# executions per second and coverage (libFuzzer's `cov:`, edges reached) for each.
+# Runs every fuzz target (or those named) for a fixed time each, as many at once as there are
+# cores ($FUZZ_JOBS), and prints executions per second and coverage (libFuzzer's `cov:`, edges
+# reached) for each.
 #
 #   bash Fuzz/run.sh [SECONDS] [TARGET...]      # default: 60 s each, every target
 #
@@ -35,18 +36,31 @@ bin=$(swift build -c release -Xswiftc -sanitize=fuzzer,address --show-bin-path)
 # backtrace; libFuzzer and the sanitizer print theirs.
 export SWIFT_BACKTRACE=enable=no
 
+# Each target is one libFuzzer process on one core: $FUZZ_JOBS of them (default: the number of
+# cores) run at once, so CI's 4 targets of 60 s take 2 minutes on 2 cores.
+jobs=${FUZZ_JOBS:-$(nproc)}
+
+run_target() {
+  local target=$1
+  mkdir -p "$work/$target"
+  set +e
+  "$bin/$target" "$work/$target" "Corpus/$target" -max_total_time="$seconds" -timeout=30 \
+    -print_final_stats=1 -artifact_prefix="$artifacts/$target-" >"$work/$target.log" 2>&1
+  echo $? >"$work/$target.code"
+}
+
+for target in "${targets[@]}"; do
+  echo "=== $target: ${seconds} s from $(find "Corpus/$target" -type f | wc -l) seed inputs"
+  run_target "$target" &
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+done
+wait
+
 summary=()
 status=0
 for target in "${targets[@]}"; do
-  echo
-  echo "=== $target: ${seconds} s from $(find "Corpus/$target" -type f | wc -l) seed inputs"
-  mkdir -p "$work/$target"
   log="$work/$target.log"
-  set +e
-  "$bin/$target" "$work/$target" "Corpus/$target" -max_total_time="$seconds" -timeout=30 \
-    -print_final_stats=1 -artifact_prefix="$artifacts/$target-" >"$log" 2>&1
-  code=$?
-  set -e
+  code=$(cat "$work/$target.code")
   # Last status line: "#123456 ... cov: 1234 ft: 5678 corp: 90/1234b ... exec/s: 4321 ...".
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
   cov=$(grep -Eo 'cov: [0-9]+' <<<"$last" | grep -Eo '[0-9]+' || echo "?")
@@ -57,6 +71,8 @@ for target in "${targets[@]}"; do
   rss=$(grep -Eo 'stat::peak_rss_mb: *[0-9]+' "$log" | grep -Eo '[0-9]+$' || echo "?")
   line=$(printf '%-15s %10s runs %8s exec/s  cov: %6s  ft: %6s  corpus: %5s  peak RSS: %5s MB' \
     "$target" "$runs" "$rate" "$cov" "$ft" "$corpus" "$rss")
+  echo
+  echo "=== $target"
   if [ "$code" -ne 0 ]; then
     grep -v -E '^ +r[0-9a-z]+ 0x' "$log" | tail -80
     echo
@@ -72,6 +88,6 @@ for target in "${targets[@]}"; do
 done
 
 echo
-echo "=== fuzzing summary (${seconds} s each; $(nproc) cores)"
+echo "=== fuzzing summary (${seconds} s each, $jobs at once; $(nproc) cores)"
 printf '%s\n' "${summary[@]}"
 exit "$status"

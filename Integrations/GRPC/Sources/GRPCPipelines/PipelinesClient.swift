@@ -10,7 +10,7 @@ extension GRPCClient {
     -> RPCResponsePublisher<Tick>
   {
     let pipelines = Sluice_Pipelines_Pipelines.Client(wrapping: self)
-    return RPCResponsePublisher { onResponse in
+    return RPCResponsePublisher(timeout: options.timeout) { onResponse in
       try await pipelines.count(
         request: ClientRequest(message: request), options: options, onResponse: onResponse)
     }

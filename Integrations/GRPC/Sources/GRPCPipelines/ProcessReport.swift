@@ -31,3 +31,19 @@ public func commandLineOption(_ name: String) -> Int? {
     $0 + 1 < arguments.count ? Int(arguments[$0 + 1]) : nil
   }
 }
+
+/// Ends this process as soon as its standard input reaches its end: a process started by a
+/// test, which holds the other end of that pipe, then dies with the test even when the test
+/// crashed (a server left behind would keep `swift test` waiting for the end of the output
+/// it shares). Reads on a thread of its own; `_exit`, so that nothing of the process's
+/// teardown runs meanwhile on other threads.
+public func exitWhenStandardInputCloses() {
+  let watcher = Thread {
+    var byte: UInt8 = 0
+    while true {
+      let count = read(0, &byte, 1)
+      if count == 0 || (count < 0 && errno != EINTR) { _exit(0) }
+    }
+  }
+  watcher.start()
+}

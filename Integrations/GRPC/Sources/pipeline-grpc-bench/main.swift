@@ -93,7 +93,6 @@ func withEndpoints<Result: Sendable>(
       group.addTask { try await plainServer.serve() }
     }
   }
-  defer { serving.cancel() }
   let sluicePort = try await sluiceServer.listeningAddress?.ipv4?.port ?? 0
   let plainPort = try await plainServer.listeningAddress?.ipv4?.port ?? 0
   let sluiceClient = GRPCClient(transport: try settings.clientTransport(port: sluicePort))
@@ -104,14 +103,23 @@ func withEndpoints<Result: Sendable>(
       group.addTask { try await plainClient.runConnections() }
     }
   }
-  defer {
-    sluiceClient.beginGracefulShutdown()
-    plainClient.beginGracefulShutdown()
-    connections.cancel()
+  let result: Swift.Result<Result, any Error>
+  do {
+    result = .success(
+      try await body(
+        Endpoint(server: sluiceServer, client: sluiceClient, events: sluiceEvents),
+        Endpoint(server: plainServer, client: plainClient, events: plainEvents)))
+  } catch {
+    result = .failure(error)
   }
-  return try await body(
-    Endpoint(server: sluiceServer, client: sluiceClient, events: sluiceEvents),
-    Endpoint(server: plainServer, client: plainClient, events: plainEvents))
+  // Clients first, then the servers, each gracefully (see `awaitEnd(of:within:)`).
+  sluiceClient.beginGracefulShutdown()
+  plainClient.beginGracefulShutdown()
+  await awaitEnd(of: connections, within: .seconds(5))
+  sluiceServer.beginGracefulShutdown()
+  plainServer.beginGracefulShutdown()
+  await awaitEnd(of: serving, within: .seconds(5))
+  return try result.get()
 }
 
 /// One server-streaming round through the Sluice adapters: messages per second.

@@ -10,14 +10,20 @@
 //   pipeline-grpc-server [--port P] [--window BYTES] [--max-request-bytes BYTES]
 //                        [--max-concurrent-streams N] [--keepalive-ms MS] [--prefetch N]
 //                        [--write-stall-ms MS] [--report-ms MS] [--plain]
+//                        [--exit-when-stdin-closes]
 //
 // --write-stall-ms ends a response stream whose write has waited that long for a client that
 // takes nothing (a stopped or vanished client; off by default): the source sees cancel().
+//
+// --exit-when-stdin-closes ends the process when its standard input closes (the tests start it
+// so: it dies with the test process, even one that crashed).
 //
 // --plain serves the same RPCs written as plain grpc-swift loops (the anchor the tests compare
 // the adapters with): `cancelled` then reports when the RPC was cancelled.
 import GRPCCore
 import GRPCPipelines
+
+if CommandLine.arguments.contains("--exit-when-stdin-closes") { exitWhenStandardInputCloses() }
 
 var settings = TransportSettings(
   window: commandLineOption("--window"), maxRequestBytes: commandLineOption("--max-request-bytes"),

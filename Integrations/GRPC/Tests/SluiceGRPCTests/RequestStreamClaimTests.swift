@@ -62,16 +62,8 @@ struct RequestStreamClaimTests {
     interceptors: [any ServerInterceptor] = [],
     _ body: (GRPCClient<HTTP2ClientTransport.Posix>) async throws -> Void
   ) async throws {
-    let server = GRPCServer(
-      transport: TransportSettings().serverTransport(), services: [TwiceReadingService()],
-      interceptors: interceptors)
-    let serving = Task { try await server.serve() }
-    defer {
-      server.beginGracefulShutdown()
-      serving.cancel()
-    }
-    let port = try #require(try await server.listeningAddress?.ipv4?.port)
-    try await withClient(port: port, body)
+    try await withServerInThisProcess(
+      serving: TwiceReadingService(), interceptors: interceptors, body)
   }
 
   func sum(_ client: GRPCClient<HTTP2ClientTransport.Posix>, twice: Bool) async throws -> Total {

@@ -16,6 +16,11 @@
 //                   [--read-timeout-ms MS] [--heartbeat-ms MS] [--log-level LEVEL]
 //                   [--strings-hex H,… | --bytes-hex H,…
 //                    | --raw-hex H,… [--raw-pause-ms MS] [--then close|silent]]
+//                   [--exit-when-stdin-closes]
+//
+// --exit-when-stdin-closes ends the process when its standard input closes (the tests start it
+// so: it dies with the test process, even one that crashed, and never keeps `swift test`
+// waiting for the end of an output it shares).
 import Foundation
 import Logging
 import NIOCore
@@ -23,6 +28,17 @@ import NIOPosix
 import Sluice
 import SluiceNIO
 import Synchronization
+
+if CommandLine.arguments.contains("--exit-when-stdin-closes") {
+  // A thread of its own reads until the end; `_exit`, so that no teardown runs meanwhile.
+  Thread {
+    var byte: UInt8 = 0
+    while true {
+      let count = read(0, &byte, 1)
+      if count == 0 || (count < 0 && errno != EINTR) { _exit(0) }
+    }
+  }.start()
+}
 
 let arguments = CommandLine.arguments
 func text(_ name: String) -> String? {

@@ -11,7 +11,7 @@ extension GRPCClient {
     serializer: some MessageSerializer<Request>, deserializer: some MessageDeserializer<Response>,
     options: CallOptions = .defaults
   ) -> RPCResponsePublisher<Response> {
-    RPCResponsePublisher { onResponse in
+    RPCResponsePublisher(timeout: options.timeout) { onResponse in
       try await self.serverStreaming(
         request: request, descriptor: descriptor, serializer: serializer,
         deserializer: deserializer, options: options, onResponse: onResponse)
@@ -33,7 +33,7 @@ extension GRPCClient {
   ) -> RPCResponsePublisher<Response> where Requests.Output: Sendable {
     let pipelines: any PipelineFactory<Requests.Output> = ClosurePipelineFactory(
       makePublisher: requests, prefetch: prefetch)
-    return RPCResponsePublisher { onResponse in
+    return RPCResponsePublisher(timeout: options.timeout) { onResponse in
       try await self.bidirectionalStreaming(
         request: StreamingClientRequest(
           pipelines.make(), metadata: metadata, errorMapping: errorMapping),
@@ -55,12 +55,14 @@ extension GRPCClient {
   ) -> RPCResponsePublisher<Response> where Requests.Output: Sendable {
     let pipelines: any PipelineFactory<Requests.Output> = ClosurePipelineFactory(
       makePublisher: requests, prefetch: prefetch)
-    return RPCResponsePublisher(singleResponseOf: { onResponse in
-      try await self.clientStreaming(
-        request: StreamingClientRequest(
-          pipelines.make(), metadata: metadata, errorMapping: errorMapping),
-        descriptor: descriptor, serializer: serializer, deserializer: deserializer,
-        options: options, onResponse: onResponse)
-    })
+    return RPCResponsePublisher(
+      timeout: options.timeout,
+      singleResponseOf: { onResponse in
+        try await self.clientStreaming(
+          request: StreamingClientRequest(
+            pipelines.make(), metadata: metadata, errorMapping: errorMapping),
+          descriptor: descriptor, serializer: serializer, deserializer: deserializer,
+          options: options, onResponse: onResponse)
+      })
   }
 }

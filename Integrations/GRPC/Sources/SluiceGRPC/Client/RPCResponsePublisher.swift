@@ -46,16 +46,26 @@ public struct RPCResponsePublisher<Response: Sendable>: Publisher, Sendable {
   /// Runs the call, pulling its responses into the feed.
   @usableFromInline let body: @Sendable (any PullFeed<Response>) async throws -> Void
   @usableFromInline let kind: String
+  /// The call's `CallOptions.timeout`, if it has one (see ``init(timeout:_:)``).
+  @usableFromInline let timeout: Duration?
 
   /// The responses of a server-streaming or bidirectional call: `call` starts the call with
   /// the response handler it is given, and returns when the call is over.
+  ///
+  /// Pass the call's `CallOptions.timeout` as `timeout`: a call that the server ends with
+  /// `.cancelled` once that time has passed (a server cancels the RPC at its deadline, which
+  /// starts when it receives the call, so after the client's; its status can arrive before
+  /// grpc-swift's own deadline task has run) then fails with `.deadlineExceeded`, what the call's
+  /// own deadline reports, rather than with the server's `.cancelled`.
   public init(
+    timeout: Duration? = nil,
     _ call:
       @escaping @Sendable (
         _ onResponse: @escaping @Sendable (StreamingClientResponse<Response>) async throws -> Void
       ) async throws -> Void
   ) {
     kind = "RPCResponsePublisher"
+    self.timeout = timeout
     body = { feed in
       try await call { response in
         let contents = try response.accepted.get()
@@ -75,15 +85,18 @@ public struct RPCResponsePublisher<Response: Sendable>: Publisher, Sendable {
   }
 
   /// The single response of a unary or client-streaming call, as a publisher of one value:
-  /// `call` starts the call with the response handler it is given.
+  /// `call` starts the call with the response handler it is given. `timeout`: as for
+  /// ``init(timeout:_:)``.
   @inlinable
   public init(
+    timeout: Duration? = nil,
     singleResponseOf call:
       @escaping @Sendable (
         _ onResponse: @escaping @Sendable (ClientResponse<Response>) async throws -> Void
       ) async throws -> Void
   ) {
     kind = "RPCResponsePublisher(single)"
+    self.timeout = timeout
     body = { feed in
       try await call { response in
         guard await feed.demand() else { throw CancellationError() }
@@ -103,8 +116,14 @@ public struct RPCResponsePublisher<Response: Sendable>: Publisher, Sendable {
         errorMapping: { error in
           requestFailure.recorded ?? RPCErrorMapping.call.rpcError(for: error)
         },
-        body: { feed in
-          try await requestFailure.bound { try await body(feed) }
+        body: { [timeout] feed in
+          let started = ContinuousClock.now
+          do {
+            try await requestFailure.bound { try await body(feed) }
+          } catch let error as RPCError {
+            throw RPCErrorMapping.endedAtItsDeadline(
+              error, timeout: timeout, elapsed: ContinuousClock.now - started) ?? error
+          }
         }))
   }
 }
@@ -120,6 +139,20 @@ extension RPCErrorMapping {
     case is CancellationError: RPCError(code: .cancelled, message: "The call was cancelled.")
     default: RPCError(code: .unknown, message: "The call failed.", cause: error)
     }
+  }
+
+  /// A call that the server ended with `.cancelled` after the call's `timeout` passed, as the
+  /// `.deadlineExceeded` its own deadline reports (the server's status as `cause`); `nil` for
+  /// anything else (kept as it is). A server cancels an RPC at its deadline, timed from when
+  /// it received the call, so after the client's: a `.cancelled` status then is that deadline.
+  @usableFromInline static func endedAtItsDeadline(
+    _ error: RPCError, timeout: Duration?, elapsed: Duration
+  ) -> RPCError? {
+    guard let timeout, error.code == .cancelled, elapsed >= timeout else { return nil }
+    return RPCError(
+      code: .deadlineExceeded,
+      message: "The call's deadline (\(timeout)) passed; the server ended it: \(error.message)",
+      metadata: error.metadata, cause: error)
   }
 
   /// grpc-swift-nio-transport (2.9.2) rejects a received message over the size limit with its

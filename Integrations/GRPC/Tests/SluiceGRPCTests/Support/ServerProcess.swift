@@ -19,13 +19,24 @@ final class ServerProcess: @unchecked Sendable {
   let reports = Observed(Report())
   let process = Process()
   private let output = Pipe()
+  /// The server's standard input, never written: the server ends when it closes, with this
+  /// process (`--exit-when-stdin-closes`).
+  private let input = Pipe()
+  /// The server's standard error, copied to this process's: a server left behind (stopped, or
+  /// outliving a crashed test) then holds no pipe of `swift test`'s, which would wait for it.
+  private let errors = Pipe()
   private var buffered = Data()
 
   /// Starts the server with `arguments` and waits (up to a minute) until it listens.
   init(_ arguments: [String] = []) async throws {
     process.executableURL = try Self.executable()
-    process.arguments = arguments
+    process.arguments = arguments + ["--exit-when-stdin-closes"]
+    process.standardInput = input
     process.standardOutput = output
+    process.standardError = errors
+    errors.fileHandleForReading.readabilityHandler = { handle in
+      FileHandle.standardError.write(handle.availableData)
+    }
     output.fileHandleForReading.readabilityHandler = { [weak self] handle in
       self?.take(handle.availableData)
     }
@@ -41,6 +52,7 @@ final class ServerProcess: @unchecked Sendable {
       process.waitUntilExit()
     }
     output.fileHandleForReading.readabilityHandler = nil
+    errors.fileHandleForReading.readabilityHandler = nil
   }
 
   var port: Int { reports.value.port ?? 0 }
