@@ -176,7 +176,8 @@ struct ReplayWaiterAttackTests {
     let first = values.first ?? 0
     #expect(
       (1...(burst + 1)).contains(first) && values == Array(first...(burst + 1)) + [wValue],
-      "replay (or a later current value), the rest of the burst, W's value: \(Self.summary(values))")
+      "replay (or a later current value), the rest of the burst, W's value: \(Self.summary(values))"
+    )
     let inW = probe.othersInCall.load(ordering: .relaxed)
     print(
       "adv37d: handBackToAnInheritedTurn: W's send delivered \(inW) values of other threads; "
