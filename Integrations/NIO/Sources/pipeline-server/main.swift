@@ -1,8 +1,11 @@
 // A server process for the tests and the tools. It serves, to every client:
 // - by default, the pipeline `0..<count → handleEvents → tryMap(fail at --fail-after)`, whose
-//   source emits as fast as it is asked, or one value every --interval-ms;
+//   source emits as fast as it is asked, or one value every --interval-ms, or synchronously
+//   with a pause of --sync-pause-ms before each value (or only before value --pause-at);
 // - with --strings-hex H1,H2,…: those strings (each UTF-8, in hex), then finished;
 // - with --bytes-hex H1,H2,…: those byte strings as `ByteBuffer` values, then finished;
+// - with --blob-bytes SIZE: --count values of SIZE bytes each, value i the 8 bytes of i
+//   repeated (the rest of the last 8 bytes: i's low byte), then finished;
 // - with --raw-hex H1,H2,…: those bytes as they are, not through `PipelineServer` (a hostile
 //   server), each part written --raw-pause-ms after the one before (100 by default), then
 //   closes (--then close) or stays silent (--then silent).
@@ -11,6 +14,7 @@
 // to), `cancelled` (a source saw cancel()), and the server's log (swift-log, --log-level).
 //
 //   pipeline-server [--count N] [--fail-after K] [--interval-ms MS] [--report-ms MS]
+//                   [--sync-pause-ms MS [--pause-at K]]
 //                   [--send-buffer BYTES]
 //                   [--batch-bytes BYTES] [--max-connections N] [--max-frame BYTES]
 //                   [--read-timeout-ms MS] [--heartbeat-ms MS] [--log-level LEVEL]
@@ -88,6 +92,15 @@ let configuration = PipelineServerConfiguration(
 
 let produced = Atomic<Int>(0)
 let subscribed = Atomic<Int>(0)
+/// `size` bytes: the 8 bytes of `index` (big-endian), repeated.
+func blob(index: Int, size: Int) -> ByteBuffer {
+  var buffer = ByteBuffer()
+  buffer.reserveCapacity(size)
+  while buffer.readableBytes + 8 <= size { buffer.writeInteger(UInt64(index)) }
+  buffer.writeRepeatingByte(UInt8(truncatingIfNeeded: index), count: size - buffer.readableBytes)
+  return buffer
+}
+
 /// `values`, counted and reported like the counting pipeline's.
 func reported<Output>(_ values: [Output]) -> AnyPublisher<Output, any Error> {
   values.publisher
@@ -119,6 +132,12 @@ if let strings = hexList("--strings-hex") {
   let values = byteStrings.map { ByteBuffer(bytes: $0) }
   try await PipelineServer<ByteBuffer>(configuration: configuration) { reported(values) }
     .run { port in say("listening \(port)") }
+} else if let size = option("--blob-bytes") {
+  // `--count` values of `size` bytes, value i filled with the 8 bytes of i (big-endian) over
+  // and over: a client can check every byte of every value.
+  let values = (0..<(option("--count") ?? 1_000)).map { blob(index: $0, size: size) }
+  try await PipelineServer<ByteBuffer>(configuration: configuration) { reported(values) }
+    .run { port in say("listening \(port)") }
 } else if let parts = hexList("--raw-hex") {
   try await serveRaw(
     parts, pause: .milliseconds(option("--raw-pause-ms") ?? 100),
@@ -127,6 +146,7 @@ if let strings = hexList("--strings-hex") {
   let count = option("--count") ?? Int.max
   let failAfter = option("--fail-after")
   let interval = option("--interval-ms").map { Duration.milliseconds($0) }
+  let pauseAt = option("--pause-at")
   try await PipelineServer<Int>(configuration: configuration) {
     let source =
       if let interval {
@@ -136,6 +156,13 @@ if let strings = hexList("--strings-hex") {
             guard await sender.send(value) else { return }
           }
         }
+        .eraseToAnyPublisher()
+      } else if let pause = option("--sync-pause-ms") {
+        // A synchronous source that takes `pause` before each value (or only before value
+        // --pause-at): it runs inside the writer's request call, on that call's thread.
+        (0..<count).publisher.handleEvents(receiveOutput: { value in
+          if pauseAt == nil || value == pauseAt { usleep(UInt32(pause) * 1_000) }
+        })
         .eraseToAnyPublisher()
       } else {
         (0..<count).publisher.eraseToAnyPublisher()

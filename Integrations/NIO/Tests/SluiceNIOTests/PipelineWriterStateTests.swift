@@ -56,6 +56,44 @@ struct PipelineWriterStateTests {
     #expect(result3 == nil, "nothing left")
   }
 
+  @Test func theTickWritesWhatARunningCallEncodedAndTicksAgainWhileACallRuns() {
+    var (machine, _) = streaming()
+    let idle = machine.armTick()
+    #expect(!idle, "no call runs")
+    _ = machine.requestStarting()
+    let armed = machine.armTick()
+    let armedAgain = machine.armTick()
+    #expect(armed, "a call runs")
+    #expect(!armedAgain, "a tick is already scheduled")
+    var early = frames(10)
+    _ = machine.received(&early)  // handed over inside the call: no flush
+    var encoded = frames(7)  // encoded by the call's thread, not yet handed over
+    let (write, again) = machine.tick(&encoded)
+    #expect(encoded.readableBytes == 0, "taken")
+    #expect(write?.frames.readableBytes == 17, "everything waiting, in one write")
+    #expect(again && machine.tickScheduled, "the call still runs")
+    var none = ByteBuffer()
+    let nothing = machine.tick(&none)
+    #expect(nothing.write == nil, "a write is in flight; nothing waits")
+    _ = machine.requestReturned(&none, yielded: false)
+    let last = machine.tick(&none)
+    #expect(last.write == nil && !last.again && !machine.tickScheduled, "no call runs: no tick")
+  }
+
+  @Test func aTickAfterTheConnectionClosedDoesNothing() {
+    var (machine, _) = streaming()
+    _ = machine.requestStarting()
+    let armed = machine.armTick()
+    #expect(armed)
+    _ = machine.closed()
+    var encoded = frames(5)
+    let (write, again) = machine.tick(&encoded)
+    #expect(write == nil && !again)
+    #expect(encoded.readableBytes == 0, "dropped")
+    let armedAfter = machine.armTick()
+    #expect(!armedAfter)
+  }
+
   @Test func aFullBatchIsFlushedAtOnceAndTwoBehindABusySocketStall() {
     var (machine, subscription) = streaming(batch: 100)
     _ = machine.requestStarting()

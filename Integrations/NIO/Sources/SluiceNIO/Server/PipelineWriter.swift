@@ -3,6 +3,14 @@ public import NIOCore
 public import Sluice
 public import Synchronization
 
+#if canImport(Glibc)
+  import Glibc
+#elseif canImport(Musl)
+  import Musl
+#elseif canImport(Darwin)
+  import Darwin
+#endif
+
 /// The subscriber a ``PipelineServer`` attaches to one connection's pipeline: encodes each
 /// value into a frame and writes the frames in batches, asking for the next value only while
 /// the batch has room (see ``PipelineWriterState`` for the rules and the table).
@@ -17,21 +25,27 @@ public import Synchronization
 /// when it runs out the state machine decides, under the lock, whether to ask for more (see
 /// ``PipelineWriterState``) — so at most `prefetch` − 1 values arrive after a stall.
 ///
-/// **The fast path**: frames are encoded into `filling`, which only the signal path touches.
-/// A value that arrives inside the writer's own `request` call, on its thread (a synchronous
-/// source emitting what it was asked for), with demand left and `filling` under
-/// `batchBytes`, takes no lock; `filling` joins the state machine's `pending` frames when it
-/// is full, when the demand runs out, or when the call returns. Any other value hands
-/// `filling` over at once, under the lock. The publisher's signals are serial, so `filling`
-/// is never touched by two threads at once: lock-free only by the thread inside the request
-/// call, otherwise under the lock.
+/// **The fast path**: frames are encoded into `filling`. A value that arrives inside the
+/// writer's own `request` call, on its thread (a synchronous source emitting what it was asked
+/// for), with demand left and `filling` under `batchBytes`, takes no lock; `filling` joins the
+/// state machine's `pending` frames when it is full, when the demand runs out, when the call
+/// returns, or at the next tick (see ``PipelineWriterState``: a value waits about a millisecond
+/// at most, however long the source takes for the next). Any other value hands `filling` over
+/// at once, under the lock.
+///
+/// **Who touches `filling`**: whoever holds `fillingOwner` (its thread): each signal for its
+/// duration, the request call's end and the tick for their hand-over. Signals are serial, so
+/// only a hand-over can find it held: a signal then waits (a lock and a copy), while the
+/// request call's end and the tick leave the frames to the holder — a signal of another
+/// thread hands them over as it ends, and the tick tries again at the next.
 @usableFromInline
 final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, PipelineConnection,
   @unchecked Sendable
 {
-  // Safety: `state` is behind its lock; `filling` is used by the publisher's signals (serial
-  // by the subscriber rules) and by `request(from:)` under the lock, see "The fast path";
-  // `requester` is atomic; the other properties are immutable.
+  // Safety: `state` is behind its lock; `filling` is touched only by the holder of
+  // `fillingOwner` (see "Who touches `filling`"); the rest of `signalSide` only by the thread
+  // inside the writer's request call; `requester` is atomic; the other properties are
+  // immutable.
   @usableFromInline typealias Input = Value
 
   @usableFromInline let state: Lock<PipelineWriterState>
@@ -59,6 +73,11 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   }
   /// The thread inside the writer's own `request` call, or 0.
   @usableFromInline let requester = Atomic<UInt>(0)
+  /// The thread that may touch `filling` now, or 0 (see "Who touches `filling`").
+  @usableFromInline let fillingOwner = Atomic<UInt>(0)
+  /// How often the tick takes the frames of a running request call (see
+  /// ``PipelineWriterState``, **The tick**).
+  static var tickInterval: TimeAmount { .milliseconds(1) }
   /// Values demanded from the pipeline and not yet received.
   @usableFromInline let owed = Atomic<Int>(0)
   /// Values demanded at a time.
@@ -95,7 +114,9 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
 
   @usableFromInline
   func receive(subscription: any Subscription) {
-    switch state.withLock({ $0.subscribed(subscription) }) {
+    let (action, tick) = state.withLock { ($0.subscribed(subscription), $0.armTick()) }
+    if tick { scheduleTick() }
+    switch action {
     case .request(let subscription):
       request(from: subscription, first: true)
     case .cancel(let subscription):
@@ -107,6 +128,8 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   /// module (encoding an integer costs twice as much through the generic entry point).
   @inlinable
   func receive(_ input: Value) -> Subscribers.Demand {
+    let thread = currentThreadID()
+    claimFilling(thread)
     let left = owed.subtract(1, ordering: .relaxed).newValue
     let start = filling.writerIndex
     let length: Int
@@ -115,6 +138,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     } catch {
       filling.moveWriterIndex(to: start)
       fail("encoding a value failed: \(error)")
+      releaseFilling()
       return .none
     }
     guard length <= maximumFrameLength else {
@@ -122,20 +146,23 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
       fail(
         "a value of \(length - 1) bytes does not fit the server's maximum frame length of "
           + "\(maximumFrameLength) bytes")
+      releaseFilling()
       return .none
     }
-    let inCall = requester.load(ordering: .relaxed) == currentThreadID()
+    let inCall = requester.load(ordering: .relaxed) == thread
     if inCall {
       signalSide.pointee.callProduced += length
       if left > 0, filling.readableBytes < batchBytes {
         // Inside the writer's own request call, with demand left: nothing to decide yet; the
-        // frames are handed over when the batch is full, the demand runs out, or the call
-        // returns.
+        // frames are handed over when the batch is full, the demand runs out, the call
+        // returns, or the tick takes them.
+        releaseFilling()
         return .none
       }
     }
     let (more, flush) = state.withLock { $0.received(&filling) }
     shrinkFilling()
+    releaseFilling()
     if flush { scheduleFlush() }
     guard more, left <= 0 else { return .none }
     if inCall, signalSide.pointee.callProduced >= signalSide.pointee.callBudget {
@@ -154,6 +181,8 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
 
   @usableFromInline
   func receive(completion: Subscribers.Completion<Failure>) {
+    claimFilling(currentThreadID())
+    defer { releaseFilling() }
     switch completion {
     case .finished:
       WireFrame.write(.finished, into: &filling)
@@ -190,6 +219,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   // MARK: Internals
 
   /// A value cannot be sent: ends the stream with a failure frame and cancels the pipeline.
+  /// Called holding `filling` (in a signal).
   @usableFromInline
   func fail(_ reason: String) {
     logger.error(
@@ -201,10 +231,33 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     if flush { scheduleFlush() }
   }
 
-  /// Keeps `filling` from holding on to a large value's capacity.
+  /// Keeps `filling` from holding on to a large value's capacity (holding `filling`).
   @usableFromInline
   func shrinkFilling() {
     if filling.capacity > 4 * batchBytes { filling = ByteBuffer() }
+  }
+
+  /// Takes `filling` for `thread`, waiting while a hand-over holds it (a signal's wait: see
+  /// "Who touches `filling`").
+  @inlinable
+  func claimFilling(_ thread: UInt) {
+    if !tryClaimFilling(thread) { waitForFilling(thread) }
+  }
+
+  @usableFromInline
+  func waitForFilling(_ thread: UInt) {
+    while !tryClaimFilling(thread) { sched_yield() }
+  }
+
+  /// Takes `filling` for `thread` if no one holds it.
+  @inlinable
+  func tryClaimFilling(_ thread: UInt) -> Bool {
+    fillingOwner.compareExchange(expected: 0, desired: thread, ordering: .acquiring).exchanged
+  }
+
+  @inlinable
+  func releaseFilling() {
+    fillingOwner.store(0, ordering: .releasing)
   }
 
   /// Requests up to `prefetch` values from `subscription` (the state machine counted the call
@@ -226,8 +279,17 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     }
     let yielded = marked && signalSide.pointee.yielded
     if marked { requester.store(0, ordering: .relaxed) }
-    let (flush, resume) = state.withLock { $0.requestReturned(&filling, yielded: yielded) }
-    shrinkFilling()
+    let (flush, resume): (Bool, Bool)
+    if tryClaimFilling(thread) {
+      (flush, resume) = state.withLock { $0.requestReturned(&filling, yielded: yielded) }
+      shrinkFilling()
+      releaseFilling()
+    } else {
+      // A signal of another thread holds `filling` (it hands the frames over as it ends), or
+      // the tick does (it takes them).
+      var none = ByteBuffer()
+      (flush, resume) = state.withLock { $0.requestReturned(&none, yielded: yielded) }
+    }
     if flush { scheduleFlush() }
     if resume { self.resume() }
   }
@@ -240,8 +302,36 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
 
   @usableFromInline
   func requestMore() {
-    guard let subscription = state.withLock({ $0.requestStarting() }) else { return }
+    let (subscription, tick) = state.withLock { state in
+      let subscription = state.requestStarting()
+      return (subscription, subscription != nil && state.armTick())
+    }
+    if tick { scheduleTick() }
+    guard let subscription else { return }
     request(from: subscription)
+  }
+
+  /// Schedules the tick (see ``PipelineWriterState``, **The tick**).
+  func scheduleTick() {
+    let connection: any PipelineConnection = self
+    channel.eventLoop.scheduleTask(in: Self.tickInterval) { connection.tick() }
+  }
+
+  /// The tick (on the event loop): takes the running request call's frames unless a signal
+  /// holds them, and writes what waits.
+  @usableFromInline
+  func tick() {
+    let (write, again): (PipelineWriterState.Write?, Bool)
+    if tryClaimFilling(currentThreadID()) {
+      (write, again) = state.withLock { $0.tick(&filling) }
+      shrinkFilling()
+      releaseFilling()
+    } else {
+      var none = ByteBuffer()
+      (write, again) = state.withLock { $0.tick(&none) }
+    }
+    if let write { perform(write) }
+    if again { scheduleTick() }
   }
 
   @usableFromInline
@@ -300,4 +390,6 @@ protocol PipelineConnection: AnyObject, Sendable {
   func writeCompleted(_ result: Result<Void, any Error>)
   /// Asks the pipeline for one more value (off the event loop).
   func requestMore()
+  /// The tick fires (on the event loop, while a request call runs).
+  func tick()
 }

@@ -17,9 +17,15 @@ import Sluice
 /// `filling` batch.
 ///
 /// **Batches**: a value sent during one of the writer's own `request` calls (a synchronous
-/// source emits all it can inside it) waits for a full batch or for that call to return — a
-/// write completing meanwhile leaves less than a batch where it is; any other value
-/// schedules a write at once unless one is in flight or scheduled.
+/// source emits all it can inside it) waits for a full batch, for that call to return, or for
+/// the *tick* — a write completing meanwhile leaves less than a batch where it is; any other
+/// value schedules a write at once unless one is in flight or scheduled.
+///
+/// **The tick**: while a request call runs, a tick fires on the event loop every
+/// `PipelineWriter.tickInterval` (1 ms): it takes the frames the call encoded so far (when no
+/// signal holds them) and writes what waits if no write is in flight. So a value waits at most
+/// about a tick before its write, however slowly a synchronous source emits the next one or
+/// however long it blocks, and a call of a fast source still writes in batches.
 ///
 /// | state | event | next state | action |
 /// |---|---|---|---|
@@ -29,6 +35,7 @@ import Sluice
 /// | streaming (stalled) | write takes pending | streaming | write; request more |
 /// | streaming | write completed, under a batch waits, a request call runs | streaming | none |
 /// | streaming | request call returned, it yielded | streaming | request more (a new call) |
+/// | streaming, completing | tick | unchanged (completed if the write holds the completion) | take the call's frames; write if idle; tick again while a call runs |
 /// | streaming, awaiting | completion | completing | write if idle |
 /// | streaming | value not encodable | completing | cancel; failure frame |
 /// | completing | write takes pending | completed | write, then half-close |
@@ -39,6 +46,11 @@ import Sluice
 struct PipelineWriterState {
   @usableFromInline
   enum Phase {
+    var isStreaming: Bool {
+      if case .streaming = self { return true }
+      return false
+    }
+
     case awaitingSubscription
     /// Subscribed (``subscription``); ``stalled`` when the last value found the batch full.
     case streaming
@@ -81,6 +93,8 @@ struct PipelineWriterState {
   private(set) var flushScheduled = false
   /// The writer's own `request` calls running now.
   private(set) var requestCalls = 0
+  /// Whether a tick is scheduled on the event loop (see **The tick**).
+  private(set) var tickScheduled = false
   /// The buffer of the write in flight, kept to be reused once it completes.
   private var inFlight: ByteBuffer?
   /// The buffer of the last completed write, emptied: the next `pending`.
@@ -121,6 +135,32 @@ struct PipelineWriterState {
     }
     take(&frames)
     return (flushIsDue(), yielded && !stalled)
+  }
+
+  /// A request call began (after ``subscribed(_:)`` or ``requestStarting()``): whether to
+  /// schedule a tick, unless one is scheduled.
+  mutating func armTick() -> Bool {
+    guard requestCalls > 0, !tickScheduled, case .streaming = phase else { return false }
+    tickScheduled = true
+    return true
+  }
+
+  /// The tick fired; `frames` are those the running request call encoded so far (taken;
+  /// empty when a signal held them: it hands them over itself). The write to perform, if any, and whether to
+  /// schedule the next tick (while a request call runs).
+  mutating func tick(_ frames: inout ByteBuffer) -> (write: Write?, again: Bool) {
+    tickScheduled = false
+    switch phase {
+    case .streaming, .completing:
+      take(&frames)
+    case .awaitingSubscription, .completed, .closed:
+      frames.clear()
+      return (nil, false)
+    }
+    let write = takeWrite()
+    let again = requestCalls > 0 && phase.isStreaming
+    tickScheduled = again
+    return (write, again)
   }
 
   /// Frames arrived, the last one a value's (taken). Whether the pipeline may go on (or is

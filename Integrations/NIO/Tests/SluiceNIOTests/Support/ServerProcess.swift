@@ -53,6 +53,9 @@ final class ServerProcess: @unchecked Sendable {
 
   var port: Int? { lock.withLock { listeningPort } }
 
+  /// Whether the server process is still running (a trap ends it).
+  var isRunning: Bool { process.isRunning }
+
   /// The values the server's sources have emitted, as last reported.
   var produced: Int { lastCount("produced ") }
 
