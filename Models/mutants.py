@@ -5,10 +5,13 @@ Each mutant below is a small, deliberate break of one rule the code relies on, a
 model's text (the original text must be found exactly once, so a mutant that no longer applies
 fails loudly instead of silently passing). For each mutant, spin is run at the listed sizes in
 turn, and the mutant must be caught (errors > 0: an assertion, an invalid end state) at one of
-them. Prints one line per mutant; exits 1 if any mutant survives. Run by Models/check in CI.
+them. Prints one line per mutant; exits 1 if any mutant survives. Run by Models/check in CI;
+the mutants run $MODEL_JOBS at a time (default: the number of cores), each in a folder of its
+own.
 
 Usage: mutants.py [work-dir]
 """
+import concurrent.futures
 import os
 import re
 import shutil
@@ -131,38 +134,44 @@ def run(model_path, flags, workdir):
                                                      else "")
 
 
+def check_mutant(here, workdir, index, mutant):
+    """Applies one mutant in a folder of its own and runs its sizes; returns (line, survived)."""
+    model, name, what, original, mutated, sizes = mutant
+    text = open(os.path.join(here, model)).read()
+    # One edit, or several (lists of originals and replacements, applied in turn).
+    edits = list(zip(original, mutated)) if isinstance(original, list) else [(original, mutated)]
+    stale = [old for old, _ in edits if text.count(old) != 1]
+    if stale:
+        return (f"mutant {name}: its original text is not found exactly once in {model} "
+                f"(the model changed: update the mutant): {stale[0][:60]!r}"), True
+    for old, new in edits:
+        text = text.replace(old, new)
+    folder = os.path.join(workdir, f"mutant{index}")
+    os.makedirs(folder, exist_ok=True)
+    path = os.path.join(folder, "mutant-" + model)
+    open(path, "w").write(text)
+    for flags in sizes:
+        errors, reason = run(path, flags, folder)
+        if errors is None:
+            return f"mutant {name}: {reason}", True
+        if errors > 0:
+            return f"mutant {name} ({what}): caught at {flags}: {reason}", False
+    return f"mutant {name} ({what}): NOT caught at any size", True
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     workdir = sys.argv[1] if len(sys.argv) > 1 else tempfile.mkdtemp()
+    jobs = int(os.environ.get("MODEL_JOBS") or os.cpu_count() or 1)
+    # Each mutant in a folder of its own, `jobs` at a time; the lines print in the list's order.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:
+        results = list(pool.map(lambda item: check_mutant(here, workdir, *item),
+                                enumerate(MUTANTS)))
     survivors = []
-    for model, name, what, original, mutated, sizes in MUTANTS:
-        text = open(os.path.join(here, model)).read()
-        # One edit, or several (lists of originals and replacements, applied in turn).
-        edits = list(zip(original, mutated)) if isinstance(original, list) else [(original, mutated)]
-        stale = [old for old, _ in edits if text.count(old) != 1]
-        if stale:
-            print(f"mutant {name}: its original text is not found exactly once in {model} "
-                  f"(the model changed: update the mutant): {stale[0][:60]!r}")
-            survivors.append(name)
-            continue
-        for old, new in edits:
-            text = text.replace(old, new)
-        path = os.path.join(workdir, "mutant-" + model)
-        open(path, "w").write(text)
-        caught = None
-        for flags in sizes:
-            errors, reason = run(path, flags, workdir)
-            if errors is None:
-                print(f"mutant {name}: {reason}")
-                break
-            if errors > 0:
-                caught = (flags, reason)
-                break
-        if caught:
-            print(f"mutant {name} ({what}): caught at {caught[0]}: {caught[1]}")
-        else:
-            print(f"mutant {name} ({what}): NOT caught at any size")
-            survivors.append(name)
+    for (line, survived), mutant in zip(results, MUTANTS):
+        print(line)
+        if survived:
+            survivors.append(mutant[1])
     if survivors:
         print(f"{len(survivors)} mutant(s) survived: {', '.join(survivors)}")
         sys.exit(1)

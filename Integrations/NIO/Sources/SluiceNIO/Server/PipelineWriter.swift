@@ -129,7 +129,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   @inlinable
   func receive(_ input: Value) -> Subscribers.Demand {
     let thread = currentThreadID()
-    claimFilling(thread)
+    let claimed = claimFilling(thread)
     let left = owed.subtract(1, ordering: .relaxed).newValue
     let start = filling.writerIndex
     let length: Int
@@ -138,7 +138,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     } catch {
       filling.moveWriterIndex(to: start)
       fail("encoding a value failed: \(error)")
-      releaseFilling()
+      if claimed { releaseFilling() }
       return .none
     }
     guard length <= maximumFrameLength else {
@@ -146,7 +146,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
       fail(
         "a value of \(length - 1) bytes does not fit the server's maximum frame length of "
           + "\(maximumFrameLength) bytes")
-      releaseFilling()
+      if claimed { releaseFilling() }
       return .none
     }
     let inCall = requester.load(ordering: .relaxed) == thread
@@ -156,13 +156,13 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
         // Inside the writer's own request call, with demand left: nothing to decide yet; the
         // frames are handed over when the batch is full, the demand runs out, the call
         // returns, or the tick takes them.
-        releaseFilling()
+        if claimed { releaseFilling() }
         return .none
       }
     }
     let (more, flush) = state.withLock { $0.received(&filling) }
     shrinkFilling()
-    releaseFilling()
+    if claimed { releaseFilling() }
     if flush { scheduleFlush() }
     guard more, left <= 0 else { return .none }
     if inCall, signalSide.pointee.callProduced >= signalSide.pointee.callBudget {
@@ -181,8 +181,8 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
 
   @usableFromInline
   func receive(completion: Subscribers.Completion<Failure>) {
-    claimFilling(currentThreadID())
-    defer { releaseFilling() }
+    let claimed = claimFilling(currentThreadID())
+    defer { if claimed { releaseFilling() } }
     switch completion {
     case .finished:
       WireFrame.write(.finished, into: &filling)
@@ -238,10 +238,15 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   }
 
   /// Takes `filling` for `thread`, waiting while a hand-over holds it (a signal's wait: see
-  /// "Who touches `filling`").
+  /// "Who touches `filling`"); `false` when `thread` holds it already (a signal inside a
+  /// signal: an upstream that completes from inside the `cancel()` of a failed value), which
+  /// then must not release it.
   @inlinable
-  func claimFilling(_ thread: UInt) {
-    if !tryClaimFilling(thread) { waitForFilling(thread) }
+  func claimFilling(_ thread: UInt) -> Bool {
+    if tryClaimFilling(thread) { return true }
+    if fillingOwner.load(ordering: .relaxed) == thread { return false }
+    waitForFilling(thread)
+    return true
   }
 
   @usableFromInline
