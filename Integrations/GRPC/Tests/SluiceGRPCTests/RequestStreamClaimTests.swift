@@ -56,6 +56,46 @@ struct RequestStreamClaimTests {
     }
   }
 
+  /// Sixteen `map`s over the request stream (eight interceptors' worth, about 35 levels of
+  /// wrappers: past the claim's first depth of 24, which crashed the server at 11).
+  struct DeepInterceptor: ServerInterceptor {
+    func intercept<Input: Sendable, Output: Sendable>(
+      request: StreamingServerRequest<Input>, context: ServerContext,
+      next:
+        @Sendable (StreamingServerRequest<Input>, ServerContext) async throws
+        -> StreamingServerResponse<Output>
+    ) async throws -> StreamingServerResponse<Output> {
+      var request = request
+      for _ in 0..<16 {
+        request.messages = RPCAsyncSequence(wrapping: request.messages.map { $0 })
+      }
+      return try await next(request, context)
+    }
+  }
+
+  /// A wrapper class around the request stream (an interceptor's own sequence type holding its
+  /// base in a class: the claim looked only through value types, and the server crashed).
+  struct BoxingInterceptor: ServerInterceptor {
+    final class Box<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable
+    where Base.Element: Sendable {
+      typealias Element = Base.Element
+      let base: Base
+      init(_ base: Base) { self.base = base }
+      func makeAsyncIterator() -> Base.AsyncIterator { base.makeAsyncIterator() }
+    }
+
+    func intercept<Input: Sendable, Output: Sendable>(
+      request: StreamingServerRequest<Input>, context: ServerContext,
+      next:
+        @Sendable (StreamingServerRequest<Input>, ServerContext) async throws
+        -> StreamingServerResponse<Output>
+    ) async throws -> StreamingServerResponse<Output> {
+      var request = request
+      request.messages = RPCAsyncSequence(wrapping: Box(request.messages))
+      return try await next(request, context)
+    }
+  }
+
   /// Serves ``TwiceReadingService`` in this process (behind `interceptors`) and runs `body`
   /// with a client of it.
   func withServer(
@@ -75,9 +115,16 @@ struct RequestStreamClaimTests {
       })
   }
 
-  @Test(arguments: [false, true])
-  func aSecondPublisherOfOneRequestIsRefusedAndTheServerGoesOn(intercepted: Bool) async throws {
-    try await withServer(interceptors: intercepted ? [WrappingInterceptor()] : []) { client in
+  @Test(arguments: ["none", "wrapping", "deep", "box"])
+  func aSecondPublisherOfOneRequestIsRefusedAndTheServerGoesOn(interceptor: String) async throws {
+    let interceptors: [any ServerInterceptor] =
+      switch interceptor {
+      case "wrapping": [WrappingInterceptor()]
+      case "deep": [DeepInterceptor()]
+      case "box": [BoxingInterceptor()]
+      default: []
+      }
+    try await withServer(interceptors: interceptors) { client in
       for _ in 0..<3 {
         await #expect {
           _ = try await sum(client, twice: true)

@@ -96,7 +96,9 @@ struct HostilePeerTests {
     }
     #expect(message.contains("maximum frame length of 100 bytes"), "\(message)")
     #expect(await eventually { server.sawCancel }, "the server's pipeline was cancelled")
-    #expect(!server.lines(containing: "a value cannot be sent").isEmpty, "and it was logged")
+    #expect(
+      await eventually { !server.lines(containing: "a value cannot be sent").isEmpty },
+      "and it was logged")
   }
 
   // MARK: Bytes that are not frames

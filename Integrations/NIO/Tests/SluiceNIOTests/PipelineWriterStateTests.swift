@@ -56,42 +56,43 @@ struct PipelineWriterStateTests {
     #expect(result3 == nil, "nothing left")
   }
 
-  @Test func theTickWritesWhatARunningCallEncodedAndTicksAgainWhileACallRuns() {
+  @Test func theTickWritesWhatARunningCallEncodedAndFramesHeldSayWhenItIsNeeded() {
     var (machine, _) = streaming()
-    let idle = machine.armTick()
-    #expect(!idle, "no call runs")
+    #expect(!machine.framesHeld, "nothing waits")
     _ = machine.requestStarting()
-    let armed = machine.armTick()
-    let armedAgain = machine.armTick()
-    #expect(armed, "a call runs")
-    #expect(!armedAgain, "a tick is already scheduled")
     var early = frames(10)
     _ = machine.received(&early)  // handed over inside the call: no flush
+    #expect(machine.framesHeld, "pending while a call runs: the tick is needed")
     var encoded = frames(7)  // encoded by the call's thread, not yet handed over
-    let (write, again) = machine.tick(&encoded)
+    let write = machine.tick(&encoded)
     #expect(encoded.readableBytes == 0, "taken")
     #expect(write?.frames.readableBytes == 17, "everything waiting, in one write")
-    #expect(again && machine.tickScheduled, "the call still runs")
+    #expect(!machine.framesHeld, "nothing left")
+    var more = frames(3)
+    _ = machine.received(&more)
     var none = ByteBuffer()
-    let nothing = machine.tick(&none)
-    #expect(nothing.write == nil, "a write is in flight; nothing waits")
+    let behind = machine.tick(&none)
+    #expect(behind == nil, "a write is in flight")
+    #expect(machine.framesHeld, "still waiting: tick again")
     _ = machine.requestReturned(&none, yielded: false)
-    let last = machine.tick(&none)
-    #expect(last.write == nil && !last.again && !machine.tickScheduled, "no call runs: no tick")
+    #expect(!machine.framesHeld, "no call runs: the flush rules take it")
   }
 
-  @Test func aTickAfterTheConnectionClosedDoesNothing() {
-    var (machine, _) = streaming()
+  @Test func aTickAfterTheEndDropsWhatTheCallEncodedAfterIt() {
+    var (machine, subscription) = streaming()
     _ = machine.requestStarting()
-    let armed = machine.armTick()
-    #expect(armed)
+    var failure = frames(4)
+    let (cancel, _) = machine.failed(&failure)
+    #expect(same(cancel, subscription))
+    var after = frames(5)  // a source that went on inside its call after the cancel
+    let write = machine.tick(&after)
+    #expect(after.readableBytes == 0, "dropped")
+    #expect(write?.frames.readableBytes == 4, "the failure frame only")
+    #expect(write?.halfClose == true)
     _ = machine.closed()
-    var encoded = frames(5)
-    let (write, again) = machine.tick(&encoded)
-    #expect(write == nil && !again)
-    #expect(encoded.readableBytes == 0, "dropped")
-    let armedAfter = machine.armTick()
-    #expect(!armedAfter)
+    var late = frames(5)
+    #expect(machine.tick(&late) == nil)
+    #expect(late.readableBytes == 0, "dropped")
   }
 
   @Test func aFullBatchIsFlushedAtOnceAndTwoBehindABusySocketStall() {

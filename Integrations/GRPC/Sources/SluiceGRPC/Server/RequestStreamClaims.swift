@@ -7,14 +7,15 @@ import Synchronization
 /// ``RPCRequestPublisher``; their claims are their own, so without this two publishers of one
 /// request, both subscribed, would read the stream twice.
 ///
-/// The object is found by reflection, looking only through the stream's wrappers (structs,
-/// enums, optionals, existentials — never into another class's fields), up to 24 levels deep:
-/// each interceptor that wraps `request.messages` in `map`, `filter` and the like adds two or
-/// three.
-/// A stream built some other way (a test's `AsyncStream`, an interceptor that pumps the
-/// messages into a stream of its own) has no such object; its publishers keep only their own
-/// claims, as before — and such a stream read through two publishers may trap in its own
-/// type (an `AsyncThrowingStream` does on a second concurrent `next()`). Entries hold the object
+/// The object is found by reflection through the stream's wrappers (structs, enums, optionals,
+/// existentials, and the fields of wrapper classes), up to 64 levels deep and 1,024 values in
+/// all: each interceptor that wraps `request.messages` in `map`, `filter` and the like adds two
+/// or three levels. A wrapper that hides its base in a closure (a type-erasing sequence built
+/// from a `makeIterator` closure), or an interceptor that pumps the messages into a stream of
+/// its own (an `AsyncThrowingStream`), leaves no such object to find; its publishers keep only
+/// their own claims, as before — and such a stream read through two publishers traps in
+/// grpc-swift or in its own type (an `AsyncThrowingStream` does on a second concurrent
+/// `next()`). Entries hold the object
 /// weakly, so a claim ends with its stream: an address reused by a later stream is not taken
 /// for the old one.
 @usableFromInline
@@ -60,16 +61,33 @@ enum RequestStreamClaims {
 
   /// The once-iterable object inside `value`'s wrappers, if any.
   static func onceIterableStream(in value: Any, depth: Int) -> AnyObject? {
-    guard depth < 24 else { return nil }
-    let mirror = Mirror(reflecting: value)
-    if mirror.displayStyle == .class {
-      // Only the stream's own object; another class's fields are not the stream's wrappers.
-      let name = String(describing: type(of: value))
-      return name.hasPrefix(onceIterableTypeName) ? value as AnyObject : nil
+    var search = Search()
+    return search.find(in: value, depth: depth)
+  }
+
+  /// One search: its budget of values looked at, and the objects already looked into (a
+  /// wrapper class that refers back to itself is looked into once).
+  struct Search {
+    var budget = 1_024
+    var seen: Set<ObjectIdentifier> = []
+
+    mutating func find(in value: Any, depth: Int) -> AnyObject? {
+      guard depth < 64, budget > 0 else { return nil }
+      budget -= 1
+      let mirror = Mirror(reflecting: value)
+      if mirror.displayStyle == .class {
+        let object = value as AnyObject
+        if String(describing: type(of: value)).hasPrefix(onceIterableTypeName) { return object }
+        guard seen.insert(ObjectIdentifier(object)).inserted else { return nil }
+      }
+      var level: Mirror? = mirror
+      while let current = level {
+        for child in current.children {
+          if let stream = find(in: child.value, depth: depth + 1) { return stream }
+        }
+        level = current.superclassMirror
+      }
+      return nil
     }
-    for child in mirror.children {
-      if let stream = onceIterableStream(in: child.value, depth: depth + 1) { return stream }
-    }
-    return nil
   }
 }

@@ -75,6 +75,8 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   @usableFromInline let requester = Atomic<UInt>(0)
   /// The thread that may touch `filling` now, or 0 (see "Who touches `filling`").
   @usableFromInline let fillingOwner = Atomic<UInt>(0)
+  /// Whether the tick is scheduled.
+  @usableFromInline let tickArmed = Atomic<Bool>(false)
   /// How often the tick takes the frames of a running request call (see
   /// ``PipelineWriterState``, **The tick**).
   static var tickInterval: TimeAmount { .milliseconds(1) }
@@ -114,9 +116,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
 
   @usableFromInline
   func receive(subscription: any Subscription) {
-    let (action, tick) = state.withLock { ($0.subscribed(subscription), $0.armTick()) }
-    if tick { scheduleTick() }
-    switch action {
+    switch state.withLock({ $0.subscribed(subscription) }) {
     case .request(let subscription):
       request(from: subscription, first: true)
     case .cancel(let subscription):
@@ -157,13 +157,18 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
         // frames are handed over when the batch is full, the demand runs out, the call
         // returns, or the tick takes them.
         if claimed { releaseFilling() }
+        armTick()
         return .none
       }
     }
-    let (more, flush) = state.withLock { $0.received(&filling) }
+    let (more, flush, held) = state.withLock { state in
+      let (more, flush) = state.received(&filling)
+      return (more, flush, state.framesHeld)
+    }
     shrinkFilling()
     if claimed { releaseFilling() }
     if flush { scheduleFlush() }
+    if held { armTick() }
     guard more, left <= 0 else { return .none }
     if inCall, signalSide.pointee.callProduced >= signalSide.pointee.callBudget {
       signalSide.pointee.yielded = true  // the call returns; a new one is scheduled
@@ -270,8 +275,11 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   /// hands the frames encoded inside the call over.
   private func request(from subscription: any Subscription, first: Bool = false) {
     let thread = currentThreadID()
-    let marked = requester.compareExchange(expected: 0, desired: thread, ordering: .relaxed)
-      .exchanged
+    // Acquiring and releasing: the previous call's thread wrote `signalSide` before its store
+    // of 0 below, and this call writes it next.
+    let marked = requester.compareExchange(
+      expected: 0, desired: thread, ordering: .acquiringAndReleasing
+    ).exchanged
     if marked {
       signalSide.pointee.callBudget = first ? 0 : 16 * batchBytes
       signalSide.pointee.callProduced = 0
@@ -283,7 +291,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
       subscription.request(.max(missing))
     }
     let yielded = marked && signalSide.pointee.yielded
-    if marked { requester.store(0, ordering: .relaxed) }
+    if marked { requester.store(0, ordering: .releasing) }
     let (flush, resume): (Bool, Bool)
     if tryClaimFilling(thread) {
       (flush, resume) = state.withLock { $0.requestReturned(&filling, yielded: yielded) }
@@ -307,36 +315,45 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
 
   @usableFromInline
   func requestMore() {
-    let (subscription, tick) = state.withLock { state in
-      let subscription = state.requestStarting()
-      return (subscription, subscription != nil && state.armTick())
-    }
-    if tick { scheduleTick() }
-    guard let subscription else { return }
+    guard let subscription = state.withLock({ $0.requestStarting() }) else { return }
     request(from: subscription)
   }
 
-  /// Schedules the tick (see ``PipelineWriterState``, **The tick**).
+  /// Frames wait inside a request call: schedules the tick unless it is scheduled (see
+  /// ``PipelineWriterState``, **The tick**).
+  @inlinable
+  func armTick() {
+    if !tickArmed.load(ordering: .relaxed) { scheduleTick() }
+  }
+
+  @usableFromInline
   func scheduleTick() {
+    guard
+      tickArmed.compareExchange(expected: false, desired: true, ordering: .acquiringAndReleasing)
+        .exchanged
+    else { return }
     let connection: any PipelineConnection = self
     channel.eventLoop.scheduleTask(in: Self.tickInterval) { connection.tick() }
   }
 
   /// The tick (on the event loop): takes the running request call's frames unless a signal
-  /// holds them, and writes what waits.
+  /// holds them, and writes what waits; armed again while frames still wait (a signal held
+  /// `filling`, or the frames wait behind a write in flight).
   @usableFromInline
   func tick() {
-    let (write, again): (PipelineWriterState.Write?, Bool)
-    if tryClaimFilling(currentThreadID()) {
-      (write, again) = state.withLock { $0.tick(&filling) }
+    tickArmed.store(false, ordering: .releasing)
+    let claimed = tryClaimFilling(currentThreadID())
+    let (write, held): (PipelineWriterState.Write?, Bool)
+    if claimed {
+      (write, held) = state.withLock { ($0.tick(&filling), $0.framesHeld) }
       shrinkFilling()
       releaseFilling()
     } else {
       var none = ByteBuffer()
-      (write, again) = state.withLock { $0.tick(&none) }
+      (write, held) = state.withLock { ($0.tick(&none), $0.framesHeld) }
     }
     if let write { perform(write) }
-    if again { scheduleTick() }
+    if held || !claimed { armTick() }
   }
 
   @usableFromInline
@@ -367,9 +384,12 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     }
     // The next write runs from a new event-loop task, not from inside the completed one (a
     // write the kernel takes at once completes inline).
-    if let next = state.withLock({ $0.writeCompleted() }) {
+    let (next, held) = state.withLock { ($0.writeCompleted(), $0.framesHeld) }
+    if let next {
       let target: any PipelineWriteTarget = self
       channel.eventLoop.execute { target.perform(next) }
+    } else if held {
+      armTick()  // less than a batch, held while a request call runs: out within a tick
     }
   }
 }

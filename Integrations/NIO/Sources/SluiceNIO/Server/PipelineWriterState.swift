@@ -21,11 +21,13 @@ import Sluice
 /// the *tick* — a write completing meanwhile leaves less than a batch where it is; any other
 /// value schedules a write at once unless one is in flight or scheduled.
 ///
-/// **The tick**: while a request call runs, a tick fires on the event loop every
-/// `PipelineWriter.tickInterval` (1 ms): it takes the frames the call encoded so far (when no
-/// signal holds them) and writes what waits if no write is in flight. So a value waits at most
-/// about a tick before its write, however slowly a synchronous source emits the next one or
-/// however long it blocks, and a call of a fast source still writes in batches.
+/// **The tick**: while frames wait inside a request call (encoded and not handed over, or
+/// pending and held for a batch: ``framesHeld``), a tick fires on the event loop
+/// `PipelineWriter.tickInterval` (1 ms) later: it takes the frames the call encoded so far
+/// (when no signal holds them) and writes what waits if no write is in flight. So a value waits
+/// at most about a tick before its write, however slowly a synchronous source emits the next
+/// one or however long it blocks; a call of a fast source still writes in batches; and a tick
+/// fires only while something waits (a source blocked with nothing emitted costs none).
 ///
 /// | state | event | next state | action |
 /// |---|---|---|---|
@@ -35,7 +37,8 @@ import Sluice
 /// | streaming (stalled) | write takes pending | streaming | write; request more |
 /// | streaming | write completed, under a batch waits, a request call runs | streaming | none |
 /// | streaming | request call returned, it yielded | streaming | request more (a new call) |
-/// | streaming, completing | tick | unchanged (completed if the write holds the completion) | take the call's frames; write if idle; tick again while a call runs |
+/// | streaming | tick | streaming | take the call's frames; write if idle |
+/// | completing | tick | completed if the write holds the completion | drop the call's frames (after the end); write if idle |
 /// | streaming, awaiting | completion | completing | write if idle |
 /// | streaming | value not encodable | completing | cancel; failure frame |
 /// | completing | write takes pending | completed | write, then half-close |
@@ -46,11 +49,6 @@ import Sluice
 struct PipelineWriterState {
   @usableFromInline
   enum Phase {
-    var isStreaming: Bool {
-      if case .streaming = self { return true }
-      return false
-    }
-
     case awaitingSubscription
     /// Subscribed (``subscription``); ``stalled`` when the last value found the batch full.
     case streaming
@@ -93,8 +91,6 @@ struct PipelineWriterState {
   private(set) var flushScheduled = false
   /// The writer's own `request` calls running now.
   private(set) var requestCalls = 0
-  /// Whether a tick is scheduled on the event loop (see **The tick**).
-  private(set) var tickScheduled = false
   /// The buffer of the write in flight, kept to be reused once it completes.
   private var inFlight: ByteBuffer?
   /// The buffer of the last completed write, emptied: the next `pending`.
@@ -137,30 +133,28 @@ struct PipelineWriterState {
     return (flushIsDue(), yielded && !stalled)
   }
 
-  /// A request call began (after ``subscribed(_:)`` or ``requestStarting()``): whether to
-  /// schedule a tick, unless one is scheduled.
-  mutating func armTick() -> Bool {
-    guard requestCalls > 0, !tickScheduled, case .streaming = phase else { return false }
-    tickScheduled = true
-    return true
+  /// Whether frames wait for the tick: some are pending and a request call of the writer's
+  /// runs (the flush waits for a full batch or the call's end; see **The tick**).
+  @usableFromInline var framesHeld: Bool {
+    guard case .streaming = phase else { return false }
+    return requestCalls > 0 && pending.readableBytes > 0
   }
 
   /// The tick fired; `frames` are those the running request call encoded so far (taken;
-  /// empty when a signal held them: it hands them over itself). The write to perform, if any, and whether to
-  /// schedule the next tick (while a request call runs).
-  mutating func tick(_ frames: inout ByteBuffer) -> (write: Write?, again: Bool) {
-    tickScheduled = false
+  /// empty when a signal held them: it hands them over itself). The write to perform, if any.
+  /// Frames found after the stream's end (a source that went on inside its call after a failed
+  /// value cancelled it) are dropped, as every other event drops them.
+  mutating func tick(_ frames: inout ByteBuffer) -> Write? {
     switch phase {
-    case .streaming, .completing:
+    case .streaming:
       take(&frames)
+    case .completing:
+      frames.clear()
     case .awaitingSubscription, .completed, .closed:
       frames.clear()
-      return (nil, false)
+      return nil
     }
-    let write = takeWrite()
-    let again = requestCalls > 0 && phase.isStreaming
-    tickScheduled = again
-    return (write, again)
+    return takeWrite()
   }
 
   /// Frames arrived, the last one a value's (taken). Whether the pipeline may go on (or is
