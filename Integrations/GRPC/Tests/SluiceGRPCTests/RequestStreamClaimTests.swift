@@ -39,43 +39,20 @@ struct RequestStreamClaimTests {
     }
   }
 
-  /// Two interceptors' worth of wrapping of the request stream (`map` twice, then `map` and
-  /// `filter`), as interceptors that transform the messages add.
+  /// Wraps the request stream before the handler sees it, as interceptors that transform the
+  /// messages do.
   struct WrappingInterceptor: ServerInterceptor {
-    func intercept<Input: Sendable, Output: Sendable>(
-      request: StreamingServerRequest<Input>, context: ServerContext,
-      next:
-        @Sendable (StreamingServerRequest<Input>, ServerContext) async throws
-        -> StreamingServerResponse<Output>
-    ) async throws -> StreamingServerResponse<Output> {
-      var request = request
-      let once = RPCAsyncSequence(wrapping: request.messages.map { $0 })
-      let twice = RPCAsyncSequence(wrapping: once.map { $0 })
-      request.messages = RPCAsyncSequence(wrapping: twice.map { $0 }.filter { _ in true })
-      return try await next(request, context)
+    enum Wrapping: String, CaseIterable {
+      /// Two interceptors' worth: `map` twice, then `map` and `filter`.
+      case twice
+      /// Sixteen `map`s (eight interceptors' worth, about 35 levels of wrappers: past the
+      /// claim's first depth of 24, which crashed the server at 11).
+      case deep
+      /// A sequence class of the interceptor's own holding its base (the claim looked only
+      /// through value types, and the server crashed).
+      case boxed
     }
-  }
 
-  /// Sixteen `map`s over the request stream (eight interceptors' worth, about 35 levels of
-  /// wrappers: past the claim's first depth of 24, which crashed the server at 11).
-  struct DeepInterceptor: ServerInterceptor {
-    func intercept<Input: Sendable, Output: Sendable>(
-      request: StreamingServerRequest<Input>, context: ServerContext,
-      next:
-        @Sendable (StreamingServerRequest<Input>, ServerContext) async throws
-        -> StreamingServerResponse<Output>
-    ) async throws -> StreamingServerResponse<Output> {
-      var request = request
-      for _ in 0..<16 {
-        request.messages = RPCAsyncSequence(wrapping: request.messages.map { $0 })
-      }
-      return try await next(request, context)
-    }
-  }
-
-  /// A wrapper class around the request stream (an interceptor's own sequence type holding its
-  /// base in a class: the claim looked only through value types, and the server crashed).
-  struct BoxingInterceptor: ServerInterceptor {
     final class Box<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable
     where Base.Element: Sendable {
       typealias Element = Base.Element
@@ -84,6 +61,8 @@ struct RequestStreamClaimTests {
       func makeAsyncIterator() -> Base.AsyncIterator { base.makeAsyncIterator() }
     }
 
+    let wrapping: Wrapping
+
     func intercept<Input: Sendable, Output: Sendable>(
       request: StreamingServerRequest<Input>, context: ServerContext,
       next:
@@ -91,7 +70,18 @@ struct RequestStreamClaimTests {
         -> StreamingServerResponse<Output>
     ) async throws -> StreamingServerResponse<Output> {
       var request = request
-      request.messages = RPCAsyncSequence(wrapping: Box(request.messages))
+      switch wrapping {
+      case .twice:
+        let once = RPCAsyncSequence(wrapping: request.messages.map { $0 })
+        let twice = RPCAsyncSequence(wrapping: once.map { $0 })
+        request.messages = RPCAsyncSequence(wrapping: twice.map { $0 }.filter { _ in true })
+      case .deep:
+        for _ in 0..<16 {
+          request.messages = RPCAsyncSequence(wrapping: request.messages.map { $0 })
+        }
+      case .boxed:
+        request.messages = RPCAsyncSequence(wrapping: Box(request.messages))
+      }
       return try await next(request, context)
     }
   }
@@ -115,15 +105,12 @@ struct RequestStreamClaimTests {
       })
   }
 
-  @Test(arguments: ["none", "wrapping", "deep", "box"])
-  func aSecondPublisherOfOneRequestIsRefusedAndTheServerGoesOn(interceptor: String) async throws {
+  @Test(arguments: [nil] + WrappingInterceptor.Wrapping.allCases)
+  func aSecondPublisherOfOneRequestIsRefusedAndTheServerGoesOn(
+    wrapping: WrappingInterceptor.Wrapping?
+  ) async throws {
     let interceptors: [any ServerInterceptor] =
-      switch interceptor {
-      case "wrapping": [WrappingInterceptor()]
-      case "deep": [DeepInterceptor()]
-      case "box": [BoxingInterceptor()]
-      default: []
-      }
+      wrapping.map { [WrappingInterceptor(wrapping: $0)] } ?? []
     try await withServer(interceptors: interceptors) { client in
       for _ in 0..<3 {
         await #expect {

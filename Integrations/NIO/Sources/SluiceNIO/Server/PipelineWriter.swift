@@ -129,7 +129,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   @inlinable
   func receive(_ input: Value) -> Subscribers.Demand {
     let thread = currentThreadID()
-    let claimed = claimFilling(thread)
+    claimFilling(thread)
     let left = owed.subtract(1, ordering: .relaxed).newValue
     let start = filling.writerIndex
     let length: Int
@@ -137,16 +137,18 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
       length = try WireFrame.write(.value, into: &filling) { try input.encode(into: &$0) }
     } catch {
       filling.moveWriterIndex(to: start)
-      fail("encoding a value failed: \(error)")
-      if claimed { releaseFilling() }
+      let cancel = fail("encoding a value failed: \(error)")
+      releaseFilling()
+      cancel?.cancel()
       return .none
     }
     guard length <= maximumFrameLength else {
       filling.moveWriterIndex(to: start)
-      fail(
+      let cancel = fail(
         "a value of \(length - 1) bytes does not fit the server's maximum frame length of "
           + "\(maximumFrameLength) bytes")
-      if claimed { releaseFilling() }
+      releaseFilling()
+      cancel?.cancel()
       return .none
     }
     let inCall = requester.load(ordering: .relaxed) == thread
@@ -156,7 +158,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
         // Inside the writer's own request call, with demand left: nothing to decide yet; the
         // frames are handed over when the batch is full, the demand runs out, the call
         // returns, or the tick takes them.
-        if claimed { releaseFilling() }
+        releaseFilling()
         armTick()
         return .none
       }
@@ -166,7 +168,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
       return (more, flush, state.framesHeld)
     }
     shrinkFilling()
-    if claimed { releaseFilling() }
+    releaseFilling()
     if flush { scheduleFlush() }
     if held { armTick() }
     guard more, left <= 0 else { return .none }
@@ -186,8 +188,8 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
 
   @usableFromInline
   func receive(completion: Subscribers.Completion<Failure>) {
-    let claimed = claimFilling(currentThreadID())
-    defer { if claimed { releaseFilling() } }
+    claimFilling(currentThreadID())
+    defer { releaseFilling() }
     switch completion {
     case .finished:
       WireFrame.write(.finished, into: &filling)
@@ -223,17 +225,18 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
 
   // MARK: Internals
 
-  /// A value cannot be sent: ends the stream with a failure frame and cancels the pipeline.
-  /// Called holding `filling` (in a signal).
+  /// A value cannot be sent: ends the stream with a failure frame. Called holding `filling`
+  /// (in a signal); returns the subscription to cancel once it is released (the upstream's
+  /// `cancel()` is not called holding it: a source may signal from inside it).
   @usableFromInline
-  func fail(_ reason: String) {
+  func fail(_ reason: String) -> (any Subscription)? {
     logger.error(
       "a value cannot be sent; cancelling the pipeline", metadata: ["reason": "\(reason)"])
     WireFrame.write(
       .failed, text: reason, maximumFrameLength: maximumFrameLength, into: &filling)
     let (cancel, flush) = state.withLock { $0.failed(&filling) }
-    cancel?.cancel()
     if flush { scheduleFlush() }
+    return cancel
   }
 
   /// Keeps `filling` from holding on to a large value's capacity (holding `filling`).
@@ -243,15 +246,12 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   }
 
   /// Takes `filling` for `thread`, waiting while a hand-over holds it (a signal's wait: see
-  /// "Who touches `filling`"); `false` when `thread` holds it already (a signal inside a
-  /// signal: an upstream that completes from inside the `cancel()` of a failed value), which
-  /// then must not release it.
+  /// "Who touches `filling`"). Its holder calls nothing that can signal the writer (the
+  /// upstream's `cancel()` after a failed value waits until it is released), so a signal
+  /// never waits for its own thread.
   @inlinable
-  func claimFilling(_ thread: UInt) -> Bool {
-    if tryClaimFilling(thread) { return true }
-    if fillingOwner.load(ordering: .relaxed) == thread { return false }
-    waitForFilling(thread)
-    return true
+  func claimFilling(_ thread: UInt) {
+    if !tryClaimFilling(thread) { waitForFilling(thread) }
   }
 
   @usableFromInline
