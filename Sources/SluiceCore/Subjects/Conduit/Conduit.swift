@@ -87,6 +87,13 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   /// that found ``fast`` eligible; written only under the lock while ``fast`` is 0 and no such
   /// sender can be delivering (see the type).
   @usableFromInline @exclusivity(unchecked) var fastSlot: Slot
+  /// The `Sink` that handed this conduit its closure's release (`Sink.releaseOwner`), as its
+  /// address, or 0: fast deliveries call it through this unretained address, without the
+  /// retain and release that taking it out of ``fastSlot`` (a bit cast, or an erased box's
+  /// field) costs per value. Written once, under the lock, at the sink's first request —
+  /// before the fast path can open, whose word's store publishes it; the sink stays alive
+  /// while fast deliveries may run, held by ``fastSlot``.
+  @usableFromInline @exclusivity(unchecked) var ownedSink: UInt = 0
 
   /// Makes a conduit from its state machine and its fast-delivery downstream (both moved in,
   /// typed as the generic parameters so that nothing is copied through value witnesses).
@@ -159,13 +166,6 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     unsafeBitCast(value, to: target)
   }
 
-  /// Whether `sink` handed this conduit its closure's release (see `Sink.releaseOwner`);
-  /// settled before the sink's first request, so before any value.
-  @inlinable @inline(__always)
-  func ownsRelease(of sink: SinkDownstream) -> Bool {
-    sink.releaseOwner.load(ordering: .relaxed) == ownerWord
-  }
-
   /// This conduit as `Sink.releaseOwner` names it: its address.
   @inlinable var ownerWord: UInt { UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()) }
 
@@ -232,13 +232,15 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     }
     // Safety: only this sender delivers while the word is eligible, and nothing writes
     // `fastSlot` meanwhile (see the type).
-    withFastDownstream { slot in
-      if Self.downstreamMayBeSink, let sink = Self.sink(of: slot.unsafelyUnwrapped),
-        ownsRelease(of: sink)
-      {
-        // A sink whose `receiveValue` this conduit releases: no gate (see `Sink.releaseOwner`).
-        sink.receiveFromOwner(value)
-      } else {
+    if Self.downstreamMayBeSink, ownedSink != 0 {
+      // A sink whose `receiveValue` this conduit releases: no gate (see `Sink.releaseOwner`),
+      // and no reference count traffic (``fastSlot`` holds it).
+      let sink = UnsafeRawPointer(bitPattern: ownedSink).unsafelyUnwrapped
+      Unmanaged<SinkDownstream>.fromOpaque(sink)._withUnsafeGuaranteedRef {
+        $0.receiveFromOwner(value)
+      }
+    } else {
+      withFastDownstream { slot in
         _ = slot.unsafelyUnwrapped.receive(value)  // demand stays `.unlimited`
       }
     }
@@ -322,8 +324,11 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       {
         // The sink's first request, on the subscription it accepted: this conduit takes over
         // the release of its closure, unless a cancel or completion decided first.
-        _ = sink.releaseOwner.compareExchange(
+        let (exchanged, owner) = sink.releaseOwner.compareExchange(
           expected: 0, desired: ownerWord, ordering: .acquiringAndReleasing)
+        if exchanged || owner == ownerWord {
+          ownedSink = UInt(bitPattern: Unmanaged.passUnretained(sink).toOpaque())
+        }
       }
       if suspendFastPath(state.parent) == .inFlight { state.draining = true }
       return (state.requested(demand), state.firstRequest())
