@@ -1,7 +1,8 @@
 // A server process for the tests and the tools. It serves, to every client:
 // - by default, the pipeline `0..<count → handleEvents → tryMap(fail at --fail-after)`, whose
 //   source emits as fast as it is asked, or one value every --interval-ms, or synchronously
-//   with a pause of --sync-pause-ms before each value (or only before value --pause-at);
+//   with a pause of --sync-pause-ms before each value (or only before value --pause-at; only
+//   for the first --slow-connections connections, the later ones' sources emit at once);
 // - with --strings-hex H1,H2,…: those strings (each UTF-8, in hex), then finished;
 // - with --bytes-hex H1,H2,…: those byte strings as `ByteBuffer` values, then finished;
 // - with --blob-bytes SIZE: --count values of SIZE bytes each, value i the 8 bytes of i
@@ -14,7 +15,7 @@
 // to), `cancelled` (a source saw cancel()), and the server's log (swift-log, --log-level).
 //
 //   pipeline-server [--count N] [--fail-after K] [--interval-ms MS] [--report-ms MS]
-//                   [--sync-pause-ms MS [--pause-at K]]
+//                   [--sync-pause-ms MS [--pause-at K] [--slow-connections N]]
 //                   [--send-buffer BYTES]
 //                   [--batch-bytes BYTES] [--max-connections N] [--max-frame BYTES]
 //                   [--read-timeout-ms MS] [--heartbeat-ms MS] [--log-level LEVEL]
@@ -92,6 +93,8 @@ let configuration = PipelineServerConfiguration(
 
 let produced = Atomic<Int>(0)
 let subscribed = Atomic<Int>(0)
+/// Connections whose pipeline was made (see --slow-connections).
+let connections = Atomic<Int>(0)
 /// `size` bytes: the 8 bytes of `index` (big-endian), repeated.
 func blob(index: Int, size: Int) -> ByteBuffer {
   var buffer = ByteBuffer()
@@ -147,7 +150,11 @@ if let strings = hexList("--strings-hex") {
   let failAfter = option("--fail-after")
   let interval = option("--interval-ms").map { Duration.milliseconds($0) }
   let pauseAt = option("--pause-at")
+  // With --sync-pause-ms: only the first this many connections' sources pause (the others
+  // emit at once: a fast client beside slow ones).
+  let slowConnections = option("--slow-connections") ?? Int.max
   try await PipelineServer<Int>(configuration: configuration) {
+    let connection = connections.add(1, ordering: .relaxed).oldValue
     let source =
       if let interval {
         AsyncProducer<Int, Never> { sender in
@@ -157,7 +164,7 @@ if let strings = hexList("--strings-hex") {
           }
         }
         .eraseToAnyPublisher()
-      } else if let pause = option("--sync-pause-ms") {
+      } else if let pause = option("--sync-pause-ms"), connection < slowConnections {
         // A synchronous source that takes `pause` before each value (or only before value
         // --pause-at): it runs inside the writer's request call, on that call's thread.
         (0..<count).publisher.handleEvents(receiveOutput: { value in

@@ -73,9 +73,25 @@ struct PipelineWriterStateTests {
     var none = ByteBuffer()
     let behind = machine.tick(&none)
     #expect(behind == nil, "a write is in flight")
+    #expect(!machine.framesHeld, "behind a write in flight: its completion decides, no tick")
+    let next = machine.writeCompleted()
+    #expect(next == nil, "under a batch, while the call runs")
     #expect(machine.framesHeld, "still waiting: tick again")
     _ = machine.requestReturned(&none, yielded: false)
     #expect(!machine.framesHeld, "no call runs: the flush rules take it")
+  }
+
+  @Test func theEndWhileACallRunsWaitsForTheTickNotForTheCall() {
+    var (machine, _) = streaming()
+    _ = machine.requestStarting()
+    var end = frames(4)
+    let flush = machine.completed(&end)
+    #expect(!flush, "no flush while the call runs")
+    #expect(machine.framesHeld, "the end frame waits for the tick")
+    var none = ByteBuffer()
+    let write = machine.tick(&none)
+    #expect(write?.frames.readableBytes == 4 && write?.halfClose == true)
+    #expect(!machine.framesHeld)
   }
 
   @Test func aTickAfterTheEndDropsWhatTheCallEncodedAfterIt() {

@@ -25,6 +25,33 @@ struct SynchronousSourceLatencyTests {
     print("a source taking 50 ms a value: \(halfWay) of 80 values arrived after 2.5 s")
   }
 
+  /// A synchronous source runs on a thread of the cooperative pool, which is as wide as the
+  /// cores. Three sources taking 50 ms a value (a blocking read each) on a 2-core machine held
+  /// every thread: each request call went on until its byte budget was spent (about 24
+  /// minutes at that pace), and a fourth client got nothing for as long (the adversary's run:
+  /// no value after 20 s). A call now yields once it has run 50 ms and its demand is used up.
+  @Test func slowSynchronousSourcesDoNotStarveAFastClient() async throws {
+    let slow = max(3, ProcessInfo.processInfo.activeProcessorCount + 1)
+    let server = try await ServerProcess([
+      "--count", "1000", "--sync-pause-ms", "50", "--slow-connections", "\(slow)",
+    ])
+    let port = try #require(server.port)
+    let slowClients = (0..<slow).map { _ in RemotePipeline<Int>(port: port).slowSubscriber() }
+    defer { for client in slowClients { client.cancel() } }
+    #expect(
+      await eventually(within: 10) { slowClients.allSatisfy { !$0.received.isEmpty } },
+      "every slow client is served")
+    let start = ContinuousClock.now
+    let fast = RemotePipeline<Int>(port: port).slowSubscriber()
+    defer { fast.cancel() }
+    #expect(await eventually(within: 20) { fast.completion != nil }, "the fast client's values")
+    let took = ContinuousClock.now - start
+    let inOrder = fast.received == Array(0..<1000)
+    #expect(inOrder, "\(fast.received.count) of 1,000 values, in order")
+    print(
+      "beside \(slow) sources taking 50 ms a value, a fast client's 1,000 values took \(took)")
+  }
+
   @Test func valuesEmittedBeforeTheSourceBlocksArriveWhileItBlocks() async throws {
     // 20 values at once, then the source blocks 6 s inside the request call.
     let server = try await ServerProcess([

@@ -60,12 +60,15 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     /// Frames encoded and not yet handed to the state machine.
     @usableFromInline var filling = ByteBuffer()
     /// The bytes of frames the current request call may produce before it yields (returns,
-    /// with a new call scheduled), so that one connection's synchronous pipeline never holds
-    /// a thread of the pool for long: 0 for a connection's first call (its first values go
-    /// out at once), a batch after that.
+    /// with a new call scheduled), so that one connection's synchronous pipeline does not hold
+    /// a thread of the pool for long (with ``callDeadline`` for a slow one): 0 for a
+    /// connection's first call (its first values go out at once), 16 batches after that.
     @usableFromInline var callBudget = 0
     /// The bytes of frames produced in the current request call.
     @usableFromInline var callProduced = 0
+    /// When the current request call yields however few bytes it produced (a slow synchronous
+    /// source, a blocking read per value): ``PipelineWriter/callTimeBudget`` after it began.
+    @usableFromInline var callDeadline = NIODeadline.distantFuture
     /// The current request call stopped asking because its budget was spent.
     @usableFromInline var yielded = false
 
@@ -77,6 +80,13 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   @usableFromInline let fillingOwner = Atomic<UInt>(0)
   /// Whether the tick is scheduled.
   @usableFromInline let tickArmed = Atomic<Bool>(false)
+  /// How long a request call of the writer's may go on asking for values before it yields
+  /// (returns, with a new call scheduled as a task of its own): a slow synchronous source
+  /// would otherwise hold its thread of the cooperative pool — as wide as the cores — for as
+  /// long as its byte budget lasts (minutes at a few values a second), and connections beyond
+  /// the core count would get none. Checked when the demand given runs out, so a call lasts
+  /// at most this plus the time the source takes for `prefetch` values.
+  static var callTimeBudget: TimeAmount { .milliseconds(50) }
   /// How often the tick takes the frames of a running request call (see
   /// ``PipelineWriterState``, **The tick**).
   static var tickInterval: TimeAmount { .milliseconds(1) }
@@ -172,7 +182,10 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     if flush { scheduleFlush() }
     if held { armTick() }
     guard more, left <= 0 else { return .none }
-    if inCall, signalSide.pointee.callProduced >= signalSide.pointee.callBudget {
+    if inCall,
+      signalSide.pointee.callProduced >= signalSide.pointee.callBudget
+        || NIODeadline.now() >= signalSide.pointee.callDeadline
+    {
       signalSide.pointee.yielded = true  // the call returns; a new one is scheduled
       return .none
     }
@@ -201,8 +214,9 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
         .failed, text: String(describing: error), maximumFrameLength: maximumFrameLength,
         into: &filling)
     }
-    let flush = state.withLock { $0.completed(&filling) }
+    let (flush, held) = state.withLock { ($0.completed(&filling), $0.framesHeld) }
     if flush { scheduleFlush() }
+    if held { armTick() }  // a request call runs (a source blocked in it): out within a tick
   }
 
   // MARK: Events from the connection (on its event loop)
@@ -234,9 +248,10 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
       "a value cannot be sent; cancelling the pipeline", metadata: ["reason": "\(reason)"])
     WireFrame.write(
       .failed, text: reason, maximumFrameLength: maximumFrameLength, into: &filling)
-    let (cancel, flush) = state.withLock { $0.failed(&filling) }
-    if flush { scheduleFlush() }
-    return cancel
+    let (failed, held) = state.withLock { ($0.failed(&filling), $0.framesHeld) }
+    if failed.flush { scheduleFlush() }
+    if held { armTick() }  // as for a completion
+    return failed.cancel
   }
 
   /// Keeps `filling` from holding on to a large value's capacity (holding `filling`).
@@ -283,6 +298,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     if marked {
       signalSide.pointee.callBudget = first ? 0 : 16 * batchBytes
       signalSide.pointee.callProduced = 0
+      signalSide.pointee.callDeadline = .now() + Self.callTimeBudget
       signalSide.pointee.yielded = false
     }
     let missing = prefetch - max(0, owed.load(ordering: .relaxed))
@@ -337,8 +353,9 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   }
 
   /// The tick (on the event loop): takes the running request call's frames unless a signal
-  /// holds them, and writes what waits; armed again while frames still wait (a signal held
-  /// `filling`, or the frames wait behind a write in flight).
+  /// holds them, and writes what waits; armed again while frames still wait for it (a signal
+  /// held `filling`; frames behind a write in flight wait for its completion, which arms the
+  /// tick if they are still held then).
   @usableFromInline
   func tick() {
     tickArmed.store(false, ordering: .releasing)

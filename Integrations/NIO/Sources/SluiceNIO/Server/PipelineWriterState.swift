@@ -133,11 +133,18 @@ struct PipelineWriterState {
     return (flushIsDue(), yielded && !stalled)
   }
 
-  /// Whether frames wait for the tick: some are pending and a request call of the writer's
-  /// runs (the flush waits for a full batch or the call's end; see **The tick**).
+  /// Whether frames wait for the tick: some are pending, a request call of the writer's runs
+  /// (the flush waits for a full batch or the call's end; see **The tick**) and no write is in
+  /// flight (its completion takes them, or arms the tick: a client that stops reading costs no
+  /// tick). The completion frame, too, when the pipeline ended from another thread while a
+  /// source blocks inside the call: it must not wait for the call to return.
   @usableFromInline var framesHeld: Bool {
-    guard case .streaming = phase else { return false }
-    return requestCalls > 0 && pending.readableBytes > 0
+    switch phase {
+    case .streaming, .completing:
+      return requestCalls > 0 && pending.readableBytes > 0 && !writeInFlight
+    case .awaitingSubscription, .completed, .closed:
+      return false
+    }
   }
 
   /// The tick fired; `frames` are those the running request call encoded so far (taken;
