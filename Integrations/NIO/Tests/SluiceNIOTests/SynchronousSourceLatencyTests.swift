@@ -29,7 +29,8 @@ struct SynchronousSourceLatencyTests {
   /// cores. Three sources taking 50 ms a value (a blocking read each) on a 2-core machine held
   /// every thread: each request call went on until its byte budget was spent (about 24
   /// minutes at that pace), and a fourth client got nothing for as long (the adversary's run:
-  /// no value after 20 s). A call now yields once it has run 50 ms and its demand is used up.
+  /// no value after 20 s). A call now yields once it has run 50 ms and its demand is used up,
+  /// and the next asks for one value until the source is quick again.
   @Test func slowSynchronousSourcesDoNotStarveAFastClient() async throws {
     let slow = max(3, ProcessInfo.processInfo.activeProcessorCount + 1)
     let server = try await ServerProcess([

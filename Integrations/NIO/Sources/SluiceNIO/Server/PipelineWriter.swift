@@ -71,8 +71,16 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     @usableFromInline var callDeadline = NIODeadline.distantFuture
     /// The current request call stopped asking because its budget was spent.
     @usableFromInline var yielded = false
+    /// How many values the writer's own request call asks for next: a call begins with this
+    /// many and asks for twice as many (up to `prefetch`) each time its demand is used within
+    /// ``callDeadline``; back to 1 when a call runs out of time. So after a connection's first
+    /// call (`prefetch` values), a call of a source slow per value holds its thread of the pool
+    /// for about the deadline plus a value's time (asked for `prefetch` a call, a source taking
+    /// 500 ms a value held it 8 s a call), and a source that turns fast is back at `prefetch`
+    /// within a few values.
+    @usableFromInline var ramp: Int
 
-    @inlinable init() {}
+    @inlinable init(prefetch: Int) { ramp = prefetch }
   }
   /// The thread inside the writer's own `request` call, or 0.
   @usableFromInline let requester = Atomic<UInt>(0)
@@ -85,7 +93,8 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   /// would otherwise hold its thread of the cooperative pool — as wide as the cores — for as
   /// long as its byte budget lasts (minutes at a few values a second), and connections beyond
   /// the core count would get none. Checked when the demand given runs out, so a call lasts
-  /// at most this plus the time the source takes for `prefetch` values.
+  /// at most this plus the time the source takes for the values it was last asked for
+  /// (``SignalSide/ramp``).
   static var callTimeBudget: TimeAmount { .milliseconds(50) }
   /// How often the tick takes the frames of a running request call (see
   /// ``PipelineWriterState``, **The tick**).
@@ -108,7 +117,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     self.logger = logger
     state = Lock(PipelineWriterState(batchBytes: batchBytes))
     signalSide = .allocate(capacity: 1)
-    signalSide.initialize(to: SignalSide())
+    signalSide.initialize(to: SignalSide(prefetch: configuration.prefetch))
   }
 
   deinit {
@@ -182,12 +191,23 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     if flush { scheduleFlush() }
     if held { armTick() }
     guard more, left <= 0 else { return .none }
-    if inCall,
-      signalSide.pointee.callProduced >= signalSide.pointee.callBudget
-        || NIODeadline.now() >= signalSide.pointee.callDeadline
-    {
-      signalSide.pointee.yielded = true  // the call returns; a new one is scheduled
-      return .none
+    if inCall {
+      // The call returns (``SignalSide/yielded``) and a new one is scheduled, when it spent
+      // its bytes or its time; a slow source's next call asks for one value at a time.
+      if NIODeadline.now() >= signalSide.pointee.callDeadline {
+        signalSide.pointee.yielded = true
+        signalSide.pointee.ramp = 1
+        return .none
+      }
+      if signalSide.pointee.callProduced >= signalSide.pointee.callBudget {
+        signalSide.pointee.yielded = true
+        return .none
+      }
+      // In time: twice as much (up to `prefetch`) from the same call.
+      let ramp = min(prefetch, 2 * signalSide.pointee.ramp)
+      signalSide.pointee.ramp = ramp
+      owed.add(ramp, ordering: .relaxed)
+      return .max(ramp)
     }
     return demandMore()
   }
@@ -301,7 +321,8 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
       signalSide.pointee.callDeadline = .now() + Self.callTimeBudget
       signalSide.pointee.yielded = false
     }
-    let missing = prefetch - max(0, owed.load(ordering: .relaxed))
+    let wanted = marked ? signalSide.pointee.ramp : prefetch
+    let missing = wanted - max(0, owed.load(ordering: .relaxed))
     if missing > 0 {
       owed.add(missing, ordering: .relaxed)
       subscription.request(.max(missing))
