@@ -23,7 +23,9 @@ public import Synchronization
 ///
 /// **Demand**: `prefetch` values at a time (`owed` counts what is demanded and not received);
 /// when it runs out the state machine decides, under the lock, whether to ask for more (see
-/// ``PipelineWriterState``) — so at most `prefetch` − 1 values arrive after a stall.
+/// ``PipelineWriterState``) — so at most `prefetch` − 1 values arrive after a stall. Inside the
+/// writer's own request calls it asks for fewer while a synchronous source is slow per value
+/// (``SignalSide/ramp``), so that a call yields its thread soon.
 ///
 /// **The fast path**: frames are encoded into `filling`. A value that arrives inside the
 /// writer's own `request` call, on its thread (a synchronous source emitting what it was asked
