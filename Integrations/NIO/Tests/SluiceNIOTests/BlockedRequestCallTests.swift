@@ -36,18 +36,6 @@ struct BlockedRequestCallTests {
     func cancel() {}
   }
 
-  func tags(written channel: EmbeddedChannel) throws -> [WireFrame.Tag] {
-    var bytes = ByteBuffer()
-    while var part = try channel.readOutbound(as: ByteBuffer.self) { bytes.writeBuffer(&part) }
-    var tags: [WireFrame.Tag] = []
-    while let length = bytes.readInteger(as: UInt32.self) {
-      let tag = try #require(bytes.readInteger(as: UInt8.self).flatMap(WireFrame.Tag.init))
-      tags.append(tag)
-      bytes.moveReaderIndex(forwardBy: Int(length) - 1)
-    }
-    return tags
-  }
-
   @Test(arguments: [false, true])
   func theEndIsWrittenWhileTheCallBlocks(failing: Bool) throws {
     let channel = EmbeddedChannel()
@@ -62,11 +50,11 @@ struct BlockedRequestCallTests {
       // The end, from the thread that stops the source.
       writer.receive(completion: failing ? .failure(PipelineFailure("stopped")) : .finished)
       channel.embeddedEventLoop.advanceTime(by: .milliseconds(5))  // still blocked
-      whileBlocked = (try? self.tags(written: channel)) ?? []
+      whileBlocked = (try? writtenFrameTags(channel)) ?? []
     }
     writer.receive(subscription: source)
     #expect(whileBlocked == [.value, .value, .value, failing ? .failed : .finished])
     channel.embeddedEventLoop.advanceTime(by: .milliseconds(5))
-    #expect(try tags(written: channel).isEmpty, "nothing after the end")
+    #expect(try writtenFrameTags(channel).isEmpty, "nothing after the end")
   }
 }

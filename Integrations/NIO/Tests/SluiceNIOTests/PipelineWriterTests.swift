@@ -56,19 +56,6 @@ struct PipelineWriterTests {
     }
   }
 
-  /// The tags of the frames written to `channel`, in order.
-  func tags(written channel: EmbeddedChannel) throws -> [WireFrame.Tag] {
-    var bytes = ByteBuffer()
-    while var part = try channel.readOutbound(as: ByteBuffer.self) { bytes.writeBuffer(&part) }
-    var tags: [WireFrame.Tag] = []
-    while let length = bytes.readInteger(as: UInt32.self) {
-      let tag = try #require(bytes.readInteger(as: UInt8.self).flatMap(WireFrame.Tag.init))
-      tags.append(tag)
-      bytes.moveReaderIndex(forwardBy: Int(length) - 1)
-    }
-    return tags
-  }
-
   @Test(arguments: [false, true])
   func nothingFollowsTheFailureFrame(completesOnCancel: Bool) throws {
     let channel = EmbeddedChannel()
@@ -85,7 +72,7 @@ struct PipelineWriterTests {
     writer.receive(subscription: script)
     channel.embeddedEventLoop.run()
     channel.embeddedEventLoop.advanceTime(by: .milliseconds(10))  // the ticks, the flushes
-    let written = try tags(written: channel)
+    let written = try writtenFrameTags(channel)
     #expect(written == Array(repeating: .value, count: 5) + [.failed])
     #expect(script.cancels == 1)
     #expect(script.next == 12, "the source went on after the cancel")
