@@ -144,6 +144,14 @@ struct DeliveryTurn {
   @inlinable
   mutating func dropped(_ count: Int) { taken += count }
 
+  /// ``ended(_:)`` when no thread waits (nothing to return).
+  @inlinable
+  mutating func endedWithoutWaiters(_ context: DeliveryContext) {
+    holder = 0
+    context.giveBack(grants)
+    grants = 0
+  }
+
   /// The turn ends (by its holder, the thread of `context`): nothing (more) to deliver, or no
   /// demand. Unused grants go back to the holder's allowance. Returns the waiters to dismiss
   /// after unlocking (their items stay queued, for the next turn).

@@ -123,6 +123,19 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
       return downstream
     }
 
+    /// The end of the fast path's turn, when nothing else is left to it: the value delivered
+    /// directly returned `more` (from the caller's own inner, so nothing is asked of it), and
+    /// nothing is buffered, waits, is owed or finishes. Ends the turn and returns whether demand
+    /// is unlimited; `nil` (nothing changed) when the general drain has work.
+    @inlinable
+    mutating func endDirect(more: Subscribers.Demand, _ context: DeliveryContext) -> Bool? {
+      guard more == .none || demand == .unlimited, !terminal, buffer.isEmpty,
+        turn.waiters.isEmpty, pendingFailure == nil, !(outerFinished && liveInners == 0)
+      else { return nil }
+      turn.endedWithoutWaiters(context)
+      return demand == .unlimited
+    }
+
     /// Whether the merge has finished normally (the caller sends `.finished`).
     @inlinable
     mutating func finishedIfDone() -> Downstream? {
@@ -260,13 +273,17 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   @inlinable
   func receiveInner(_ value: Output, index: Int) -> Subscribers.Demand {
     let context = DeliveryContext.current
-    let arrival = state.withLock { state -> (DeliveryTurn.Arrival, Downstream?)? in
+    var direct: Downstream?
+    let arrival = state.withLock { state -> DeliveryTurn.Arrival? in
       guard !state.terminal else { return nil }
-      if let downstream = state.takeDirectly(context) { return (.deliver, downstream) }
+      if let downstream = state.takeDirectly(context) {
+        direct = downstream
+        return .deliver
+      }
       state.buffer.append((index, value))
-      return (state.turn.arrived(from: context, mayStart: state.demand > 0), nil)
+      return state.turn.arrived(from: context, mayStart: state.demand > 0)
     }
-    switch arrival?.0 {
+    switch arrival {
     case nil, .queued:
       return .none
     case .wait(let waiter):
@@ -285,10 +302,15 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     // When this call delivers its own value, its "one more" is returned, not requested (and
     // nothing is, once every inner has been asked for `.unlimited`).
     let end: DrainEnd
-    if let downstream = arrival?.1 {
-      // The fast path: delivered at once; the drain accounts for it and goes on.
+    if let downstream = direct.take() {
+      // The fast path: delivered at once; the turn ends in one lock round when nothing else is
+      // left to it, else the drain accounts for the value and goes on.
       let more = downstream.receive(value)
-      end = drain(returningFor: index, context, delivered: (index, more))
+      if let unlimited = state.withLock({ $0.endDirect(more: more, context) }) {
+        end = DrainEnd(deliveredOwn: true, unlimited: unlimited)
+      } else {
+        end = drain(returningFor: index, context, delivered: (index, more))
+      }
     } else {
       end = drain(returningFor: index, context)
     }

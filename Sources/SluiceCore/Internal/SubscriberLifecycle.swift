@@ -110,13 +110,15 @@ struct LifecycleBox<Payload>: ~Copyable {
 
   /// What `project` reads from the payload in place, while subscribed: for a payload that is
   /// costly to copy (one holding a weak reference, whose copy and destruction are runtime
-  /// calls), when a value needs only part of it.
-  @inlinable func projectPayloadForValue<Result>(_ project: (inout Payload) -> Result?) -> Result? {
+  /// calls), when a value needs only part of it. `project` gets the optional itself (`nil`
+  /// once released) and should read stored properties through optional chaining: a test such
+  /// as `payload != nil`, or a computed property of the payload, copies it.
+  @inlinable func projectPayloadForValue<Result>(
+    _ project: (inout Payload?) -> Result?
+  ) -> Result? {
     lifecycle.withLock { state in
-      guard state.phase == .subscribed, state.heldPayload != nil else {
-        return nil
-      }
-      return project(&state.heldPayload!)
+      guard state.phase == .subscribed else { return nil }
+      return project(&state.heldPayload)
     }
   }
 

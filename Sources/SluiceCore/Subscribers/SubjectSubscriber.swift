@@ -45,9 +45,13 @@ final class SubjectSubscriber<Downstream: Subject>: Subscriber, Subscription,
   }
 
   @inlinable func receive(_ value: Input) -> Subscribers.Demand {
-    // The subject read in place: a copy of `Reference` would copy and destroy its weak
-    // reference (runtime calls) on every value.
-    box.projectPayloadForValue { $0.subject }?.send(value)
+    // The subject read in place, field by field: a copy of `Reference` (which `.subject` or a
+    // test for `nil` makes) would copy and destroy its weak reference (runtime calls) on every
+    // value.
+    box.projectPayloadForValue { reference in
+      if let strong = reference?.strong { return strong }
+      return reference?.weak
+    }?.send(value)
     return .none
   }
 
