@@ -25,6 +25,9 @@ let rounds = Int(option("--rounds") ?? "7") ?? 7
 /// `--profile N`: runs only Sluice's implementation of the matching rows, N samples each (for
 /// `perf record`), and prints nothing else.
 let profileSamples = option("--profile").flatMap { Int($0) }
+/// `--implementation K` with `--profile`: the K-th implementation instead (1: OpenCombine), to
+/// compare counters (`perf stat`) of the two.
+let profiledImplementation = option("--implementation").flatMap { Int($0) } ?? 0
 
 /// Values moved per timed sample.
 let values = 20_000
@@ -550,7 +553,7 @@ let load =
   .split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
 if let profileSamples {
   for shape in shapes where shape.name.contains(filter) {
-    for _ in 0..<profileSamples { _ = shape.implementations[0].sample() }
+    for _ in 0..<profileSamples { _ = shape.implementations[profiledImplementation].sample() }
   }
   exit(0)
 }
