@@ -206,6 +206,61 @@ struct AdapterTests {
     #expect(subscriber.failureCode == .unknown)
   }
 
+  /// A completion needs no demand (Combine): a subscriber that asked for exactly the stream's
+  /// messages gets its end too. Until the fourth adversary round both publishers read only for
+  /// demand, and such a subscriber never completed.
+  @Test(arguments: [false, true])
+  func theRequestStreamsEndReachesASubscriberWithoutDemand(failing: Bool) async throws {
+    struct Reset: Error {}
+    let (stream, continuation) = AsyncThrowingStream<Int, any Error>.makeStream()
+    for value in 0..<5 { continuation.yield(value) }
+    continuation.finish(throwing: failing ? Reset() : nil)
+    let subscriber = TestSubscriber<Int>(initial: .max(5))
+    RPCRequestPublisher(RPCAsyncSequence(wrapping: stream)).subscribe(subscriber)
+    #expect(await subscriber.waitForCompletion(timeout: .seconds(10)))
+    #expect(subscriber.values == [0, 1, 2, 3, 4])
+    #expect(subscriber.failureCode == (failing ? .unknown : nil))
+    #expect(subscriber.record.value.late == 0)
+  }
+
+  @Test(arguments: [false, true])
+  func theResponseStreamsEndReachesASubscriberWithoutDemand(failing: Bool) async throws {
+    typealias Part = StreamingClientResponse<Int>.Contents.BodyPart
+    let (parts, continuation) = AsyncThrowingStream<Part, any Error>.makeStream()
+    for value in 0..<5 { continuation.yield(.message(value)) }
+    if failing {
+      continuation.finish(throwing: RPCError(code: .dataLoss, message: "lost"))
+    } else {
+      continuation.yield(.trailingMetadata([:]))
+      continuation.finish()
+    }
+    let response = StreamingClientResponse<Int>(
+      metadata: [:], bodyParts: RPCAsyncSequence(wrapping: parts))
+    let publisher = RPCResponsePublisher<Int> { onResponse in try await onResponse(response) }
+    let subscriber = TestSubscriber<Int>(initial: .max(5))
+    publisher.subscribe(subscriber)
+    #expect(await subscriber.waitForCompletion(timeout: .seconds(10)))
+    #expect(subscriber.values == [0, 1, 2, 3, 4])
+    #expect(subscriber.failureCode == (failing ? .dataLoss : nil))
+    // Read ahead, not delivered ahead: with demand for 2, the third message waits.
+    let (more, moreContinuation) = AsyncThrowingStream<Part, any Error>.makeStream()
+    for value in 0..<5 { moreContinuation.yield(.message(value)) }
+    let held = RPCResponsePublisher<Int> { onResponse in
+      try await onResponse(
+        StreamingClientResponse<Int>(metadata: [:], bodyParts: RPCAsyncSequence(wrapping: more)))
+    }
+    let twice = TestSubscriber<Int>(initial: .max(2))
+    held.subscribe(twice)
+    #expect(await twice.wait(forCount: 2, timeout: .seconds(10)))
+    try await Task.sleep(for: .milliseconds(50))
+    #expect(twice.values == [0, 1])
+    twice.request(.max(3))
+    #expect(await twice.wait(forCount: 5, timeout: .seconds(10)))
+    moreContinuation.finish()
+    #expect(await twice.waitForCompletion(timeout: .seconds(10)))
+    #expect(twice.values == [0, 1, 2, 3, 4] && twice.failureCode == nil)
+  }
+
   @Test func theSingleResponseIsTheOneValue() async throws {
     let one = await ServerResponse(singleValueOf: Just(42))
     #expect(try one.message == 42)

@@ -19,7 +19,8 @@ extension AcrossProcesses {
     ///   window `W` not yet acknowledged, and one more window already acknowledged but sitting
     ///   in the stream's inbound buffer (the client's HTTP/2 stream delivers everything pending
     ///   when the consumer reads again, then opens the window: 2 `W`);
-    /// - the client's publisher: nothing (it takes one message per unit of demand);
+    /// - the client's publisher: one message, read ahead of the demand (so that the call's end
+    ///   reaches a subscriber without demand);
     /// - and the writes in transit to the server's event loop when its stream turns unwritable
     ///   (grpc-swift's writer hands each write to the event loop and reports the stream's
     ///   writability only once the event loop has processed them): as many as the write loop
@@ -31,7 +32,7 @@ extension AcrossProcesses {
       -> Int
     {
       let bytes = (2 + transitWindows) * window + 8_196 + 16_384
-      return prefetch + (bytes + messageBytes - 1) / messageBytes
+      return prefetch + (bytes + messageBytes - 1) / messageBytes + 1
     }
 
     @Test func aSubscriber100TimesSlowerKeepsInFlightWithinTheWindowsAndMemoryFlat() async throws {

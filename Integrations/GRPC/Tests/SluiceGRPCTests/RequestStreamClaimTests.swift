@@ -51,6 +51,19 @@ struct RequestStreamClaimTests {
       /// A sequence class of the interceptor's own holding its base (the claim looked only
       /// through value types, and the server crashed).
       case boxed
+      /// A wrapper holding 2,000 bytes (a signature, a token, a trace context) before its base:
+      /// the claim's search spent its budget of 1,024 values on the bytes, found nothing, and
+      /// let the second publisher read the stream: the server crashed (the fourth adversary
+      /// round).
+      case tagged
+    }
+
+    struct Tagged<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable
+    where Base.Element: Sendable {
+      typealias Element = Base.Element
+      let tag: [UInt8]
+      let base: Base
+      func makeAsyncIterator() -> Base.AsyncIterator { base.makeAsyncIterator() }
     }
 
     final class Box<Base: AsyncSequence & Sendable>: AsyncSequence, Sendable
@@ -81,6 +94,9 @@ struct RequestStreamClaimTests {
         }
       case .boxed:
         request.messages = RPCAsyncSequence(wrapping: Box(request.messages))
+      case .tagged:
+        request.messages = RPCAsyncSequence(
+          wrapping: Tagged(tag: Array(repeating: 7, count: 2_000), base: request.messages))
       }
       return try await next(request, context)
     }

@@ -17,15 +17,19 @@ import Sluice
 /// // 0, 1, 2, finished
 /// ```
 ///
-/// **Demand**: the call starts on the first request; one unit of demand is taken before each
-/// `next()` on the response stream, so a message is taken off the stream only when the
-/// subscriber asked for it. While the subscriber has no demand nothing is read: grpc-swift's
-/// HTTP/2 stream stops reading, no `WINDOW_UPDATE` is sent, and the server's writer suspends
-/// once the stream's window is spent. **In flight**, per call, at most: the client's HTTP/2
-/// stream window (`HTTP2ClientTransport.Config.HTTP2.targetWindowSize`, 8 MiB by default) twice
-/// over (one window read into the stream's inbound buffer, one more received and held
-/// unread), plus what the server holds (see <doc:DemandAcrossGRPC>); this side
-/// holds no message of its own. **Ordering**: the server's, each message once.
+/// **Demand**: the call starts on the first request; each message is delivered against one unit
+/// of demand, and the response stream is read one part ahead of it: after each delivery (and
+/// before the first) the next message or the stream's end is read, and a message waits there
+/// until the subscriber asks for it. So the end of the stream — `.finished` or a failure —
+/// reaches the subscriber as soon as it arrives, whatever its demand (a completion needs none,
+/// as in Combine), and a message is taken off the stream only when the one before it was
+/// delivered. While the subscriber has no demand nothing more is read: grpc-swift's HTTP/2
+/// stream stops reading, no `WINDOW_UPDATE` is sent, and the server's writer suspends once the
+/// stream's window is spent. **In flight**, per call, at most: the client's HTTP/2 stream window
+/// (`HTTP2ClientTransport.Config.HTTP2.targetWindowSize`, 8 MiB by default) twice over (one
+/// window read into the stream's inbound buffer, one more received and held unread), plus what
+/// the server holds (see <doc:DemandAcrossGRPC>); this side holds one message of its own, the
+/// one read ahead. **Ordering**: the server's, each message once.
 ///
 /// **Completion**: the call's end: `.finished` when the server's status is OK; otherwise
 /// `.failure` with the call's `RPCError` (the server's status and message, `.deadlineExceeded`
@@ -33,8 +37,8 @@ import Sluice
 /// `.resourceExhausted` for a message over the size limit). When the call's request stream is a
 /// `StreamingClientRequest(publishing:)` whose pipeline failed, the subscriber fails with that
 /// pipeline's error (mapped to an `RPCError`) rather than with the reset the transport reports.
-/// A failure that arrives while the subscriber has no demand is seen when it next asks, or at
-/// the deadline; give calls whose subscribers may hold back demand a `timeout`.
+/// A failure that arrives behind a message waiting for demand is seen once that message is
+/// delivered; give calls whose subscribers may hold back demand a `timeout`.
 ///
 /// **Cancellation**: `cancel()` cancels the call's task: gRPC resets the HTTP/2 stream
 /// (`RST_STREAM`), and the server sees the RPC cancelled; nothing reaches the subscriber
@@ -70,16 +74,18 @@ public struct RPCResponsePublisher<Response: Sendable>: Publisher, Sendable {
       try await call { response in
         let contents = try response.accepted.get()
         var parts = contents.bodyParts.makeAsyncIterator()
-        while await feed.demand() {
-          // One message per unit of demand; the trailing metadata is not one.
+        while true {
+          // The next message, read ahead of the demand (the trailing metadata is not one): the
+          // stream's end is seen without demand.
           var message: Response?
           while message == nil {
             guard let part = try await parts.next(isolation: nil) else { return }
             if case .message(let value) = part { message = value }
           }
+          // The subscriber cancelled, or the deadline passed.
+          guard await feed.demand() else { throw CancellationError() }
           guard feed.deliver(message!) else { return }
         }
-        throw CancellationError()  // the subscriber cancelled, or the deadline passed
       }
     }
   }

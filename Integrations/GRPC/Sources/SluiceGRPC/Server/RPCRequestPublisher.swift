@@ -13,11 +13,14 @@ import Synchronization
 /// }
 /// ```
 ///
-/// **Demand**: one unit of demand is taken before each `next()` on the request stream; while
-/// the subscriber has none nothing is read, the stream's HTTP/2 window closes, and the client's
-/// writer suspends. **In flight**, at most: the server's HTTP/2 stream window
+/// **Demand**: each message is delivered against one unit of demand, and the request stream is
+/// read one message ahead of it (after each delivery, and before the first), so the client's
+/// half-close or the stream's failure reaches the subscriber as soon as it arrives, whatever its
+/// demand (a completion needs none, as in Combine); while the subscriber has no demand nothing
+/// more is read, the stream's HTTP/2 window closes, and the client's writer suspends. **In
+/// flight**, at most: the server's HTTP/2 stream window
 /// (`HTTP2ServerTransport.Config.HTTP2.targetWindowSize`, 64 KiB by default) twice over, plus
-/// what the client holds. **Ordering**: the client's, each message once. **Completion**:
+/// the message read ahead, plus what the client holds. **Ordering**: the client's, each message once. **Completion**:
 /// `.finished` when the client closes its request stream; `.failure` with the stream's
 /// `RPCError` (the client cancelled or went away, a message over the server's
 /// `maxRequestPayloadSize` is `.resourceExhausted`). **Cancellation**: `cancel()` stops
@@ -63,9 +66,9 @@ public struct RPCRequestPublisher<Message: Sendable>: Publisher, Sendable {
         errorMapping: RPCErrorMapping.requestStream.map,
         body: { feed in
           var iterator = messages.makeAsyncIterator()
-          while await feed.demand() {
-            guard let message = try await iterator.next(isolation: nil) else { return }
-            guard feed.deliver(message) else { return }
+          // Read one message ahead of the demand: the stream's end is seen without demand.
+          while let message = try await iterator.next(isolation: nil) {
+            guard await feed.demand(), feed.deliver(message) else { return }
           }
         }))
   }

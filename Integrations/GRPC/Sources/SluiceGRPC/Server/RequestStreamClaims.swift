@@ -10,7 +10,12 @@ import Synchronization
 /// The object is found by reflection through the stream's wrappers (structs, enums, optionals,
 /// existentials, and the fields of wrapper classes), up to 64 levels deep and 1,024 values in
 /// all: each interceptor that wraps `request.messages` in `map`, `filter` and the like adds two
-/// or three levels. A wrapper that hides its base in a closure (a type-erasing sequence built
+/// or three levels. Collections, dictionaries and sets are not looked into (a wrapper's bytes,
+/// tags or metadata would spend the budget: 2,000 bytes before the base hid the stream and
+/// crashed the server, in the fourth adversary round), nor are classes of the standard
+/// library, the concurrency runtime, Dispatch, Foundation or SwiftNIO (synchronised storage,
+/// such as an `AsyncThrowingStream`'s, whose state reflection would read without its lock;
+/// the once-iterable sequence wraps those, so it is found before them). A wrapper that hides its base in a closure (a type-erasing sequence built
 /// from a `makeIterator` closure), or an interceptor that pumps the messages into a stream of
 /// its own (an `AsyncThrowingStream`), leaves no such object to find; its publishers keep only
 /// their own claims, as before — and such a stream read through two publishers traps in
@@ -75,10 +80,17 @@ enum RequestStreamClaims {
       guard depth < 64, budget > 0 else { return nil }
       budget -= 1
       let mirror = Mirror(reflecting: value)
-      if mirror.displayStyle == .class {
+      switch mirror.displayStyle {
+      case .collection, .dictionary, .set:
+        return nil
+      case .class:
         let object = value as AnyObject
         if String(describing: type(of: value)).hasPrefix(onceIterableTypeName) { return object }
-        guard seen.insert(ObjectIdentifier(object)).inserted else { return nil }
+        guard !isRuntimeStorage(type(of: value)),
+          seen.insert(ObjectIdentifier(object)).inserted
+        else { return nil }
+      default:
+        break
       }
       var level: Mirror? = mirror
       while let current = level {
@@ -88,6 +100,18 @@ enum RequestStreamClaims {
         level = current.superclassMirror
       }
       return nil
+    }
+
+    /// Modules whose classes are not looked into (see ``RequestStreamClaims``).
+    static let opaqueModules = [
+      "Swift.", "_Concurrency.", "Synchronization.", "Dispatch.", "Foundation.",
+      "FoundationEssentials.", "NIOCore.", "NIOPosix.", "NIOConcurrencyHelpers.",
+      "NIOHTTP2.",
+    ]
+
+    func isRuntimeStorage(_ type: Any.Type) -> Bool {
+      let name = String(reflecting: type)
+      return Self.opaqueModules.contains { name.hasPrefix($0) }
     }
   }
 }
