@@ -25,8 +25,10 @@ import Sluice
 /// | `finishing` | — | terminal; the subscriber to complete | `nil` |
 /// | `cancelled` | terminal | terminal; cancel the task, resume a parked puller with stop | nothing |
 ///
-/// Demand is taken *before* each pull, so a value is never pulled from the RPC's stream (and so
-/// never taken off HTTP/2's flow-control window) without a subscriber asking for it.
+/// The publishers pull one message ahead of the demand (the next message or the stream's end is
+/// read after each delivery, then the demand taken before it is delivered), so at most one
+/// message is taken off the RPC's stream (and off HTTP/2's flow-control window) beyond what the
+/// subscriber asked for, and the stream's end reaches a subscriber without demand.
 @usableFromInline
 struct RPCPullState<Downstream> {
   @usableFromInline typealias Parked = UnsafeContinuation<Bool, Never>

@@ -48,8 +48,9 @@ protocol PullRunner: Sendable {
 /// ``RPCRequestPublisher`` (a server's requests). See ``RPCPullState``.
 ///
 /// **Demand**: nothing runs until the first request, which starts the task; the task takes one
-/// unit of demand before each `next()` on the stream and parks at zero demand (on a
-/// continuation, without spinning); demand returned from `receive(_:)` counts. **Ordering**:
+/// unit of demand before each delivery of the message it read ahead (see ``RPCPullState``) and
+/// parks at zero demand (on a continuation, without spinning); demand returned from
+/// `receive(_:)` counts. **Ordering**:
 /// every value comes from the one pulling task; the completion comes after the body returned,
 /// so signals are serial. **Cancellation**: `cancel()` cancels the task (and with it the RPC,
 /// on a client) and releases the subscriber at once; nothing is delivered afterwards. The

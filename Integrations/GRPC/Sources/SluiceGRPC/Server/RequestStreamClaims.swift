@@ -94,6 +94,9 @@ enum RequestStreamClaims {
       }
       var level: Mirror? = mirror
       while let current = level {
+        // A wrapper class's runtime or SwiftNIO superclass (a `ManagedBuffer` subclass, say):
+        // its stored state is the synchronised kind, not looked into.
+        if current.displayStyle == .class, isRuntimeStorage(current.subjectType) { break }
         for child in current.children {
           if let stream = find(in: child.value, depth: depth + 1) { return stream }
         }
