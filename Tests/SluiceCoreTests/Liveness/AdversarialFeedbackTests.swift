@@ -314,16 +314,32 @@ struct AdversarialFeedbackTests {
       typealias Input = Int
       typealias Failure = Never
       let greet: () -> Void
-      let subscription = SharedBox<(any Subscription)?>(nil)
+      /// The subscription, or `nil` with `cancelled` once `cancel()` ran: a greeter cancelled
+      /// before its subscription arrives cancels it on arrival (its closure holds the subjects,
+      /// and the subject holds it: left attached, the pair is a cycle the leak checker reports).
+      let subscription = SharedBox<(subscription: (any Subscription)?, cancelled: Bool)>(
+        (nil, false))
       init(greet: @escaping () -> Void) { self.greet = greet }
       func receive(subscription: any Subscription) {
-        self.subscription.withLock { $0 = subscription }
+        let cancelled = self.subscription.withLock { state in
+          if !state.cancelled { state.subscription = subscription }
+          return state.cancelled
+        }
+        if cancelled {
+          subscription.cancel()
+          return
+        }
         greet()
         subscription.request(.max(3))
       }
       func receive(_ input: Int) -> Subscribers.Demand { .none }
       func receive(completion: Subscribers.Completion<Never>) {}
-      func cancel() { subscription.withLock { $0 }?.cancel() }
+      func cancel() {
+        self.subscription.withLock { state in
+          defer { state = (nil, true) }
+          return state.subscription
+        }?.cancel()
+      }
     }
     let a = PassthroughSubject<Int, Never>()
     let b = CurrentValueSubject<Int, Never>(0)
@@ -361,6 +377,12 @@ struct AdversarialFeedbackTests {
       sendersDone.add(1, ordering: .relaxed)
     }
     #expect(returned, "every thread returned (no deadlock)")
+    // The greeters attached after the canceller's last sweep.
+    for greeter in attached.withLock({ list in
+      defer { list.removeAll() }; return list
+    }) {
+      greeter.cancel()
+    }
     let state = tally.snapshot
     #expect(state.positive == 4 * Self.count)
     #expect(state.outOfOrder == 0)
