@@ -121,23 +121,39 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
   // Safety: `state` is lock-protected. `source` and `lookahead` are touched only by the thread
   // that `EmissionState` made the drainer (or by `init`, before publication, and by `cancel`
   // when no drainer exists), so they are never accessed concurrently. `isCancelled` is atomic.
-  @usableFromInline let state: Lock<EmissionState<Downstream>>
   @usableFromInline let isCancelled = Atomic<Bool>(false)
-  @usableFromInline var source: Source?
-  @usableFromInline var lookahead: Source.Output?
-  @usableFromInline let describedSource: Source
+  /// The fields whose types depend on `Source` and `Downstream`, out of line (see
+  /// ``OutOfLineFields``: a `Just` subscription's unspecialized `deinit` looked up seven generic
+  /// types, a third of the time of `Just(v).sink`).
+  @usableFromInline let storage: OutOfLineFields
   /// `request(_:)` as compiled where this subscription was created (specialized for its types).
   /// Subscribers call `request` through `any Subscription`, which reaches the generic, slow
   /// implementation; that one only forwards here.
   @usableFromInline let specializedRequest: (EmissionSubscription, Subscribers.Demand) -> Void
 
+  @inlinable var fields: UnsafeMutablePointer<EmissionFields<Source, Downstream>> {
+    storage.pointer(to: EmissionFields<Source, Downstream>.self)
+  }
+  @inlinable var state: Lock<EmissionState<Downstream>> {
+    _read { yield fields.pointee.state }
+  }
+  @inlinable var source: Source? {
+    get { fields.pointee.source }
+    set { fields.pointee.source = newValue }
+  }
+  @inlinable var lookahead: Source.Output? {
+    get { fields.pointee.lookahead }
+    set { fields.pointee.lookahead = newValue }
+  }
+  @inlinable var describedSource: Source { fields.pointee.describedSource }
+
   /// Use only for a source with at least one value: `first` is that value.
   @inlinable init(source: Source, first: Source.Output, downstream: Downstream) {
-    state = Lock(EmissionState(downstream: downstream))
-    describedSource = source
+    storage = OutOfLineFields(
+      EmissionFields(
+        state: Lock(EmissionState(downstream: downstream)), source: source, lookahead: first,
+        describedSource: source))
     specializedRequest = { $0.requestSpecialized($1) }
-    self.source = source
-    lookahead = first
   }
 
   @inlinable func request(_ demand: Subscribers.Demand) {
@@ -225,6 +241,25 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
   }
 
   @usableFromInline var playgroundDescription: Any { description }
+}
+
+/// The fields of an ``EmissionSubscription`` whose types depend on its generic parameters.
+@usableFromInline
+struct EmissionFields<Source: EmissionSource, Downstream>: ~Copyable {
+  @usableFromInline let state: Lock<EmissionState<Downstream>>
+  @usableFromInline var source: Source?
+  @usableFromInline var lookahead: Source.Output?
+  @usableFromInline let describedSource: Source
+
+  @inlinable init(
+    state: consuming Lock<EmissionState<Downstream>>, source: Source?, lookahead: Source.Output?,
+    describedSource: Source
+  ) {
+    self.state = state
+    self.source = source
+    self.lookahead = lookahead
+    self.describedSource = describedSource
+  }
 }
 
 extension EmissionSource {

@@ -3,6 +3,7 @@ import Foundation
 import SluiceCore
 import SluiceTestSupport
 import SluiceTesting
+import Synchronization
 import Testing
 
 @Suite("Just, Optional.Publisher, Result.Publisher", .onThreadsOfTheirOwn)
@@ -131,6 +132,51 @@ struct SequencePublisherTests {
     recorder.request(.none)
     #expect(recorder.values.isEmpty)
     recorder.cancel()
+  }
+
+  /// The subscription keeps its sequence, iterator, look-ahead value and subscriber in storage
+  /// of its own (out of its class layout): the subscriber is released on cancel while the
+  /// subscription itself is still held, and the elements once the subscription is gone (until
+  /// then it keeps the sequence: its mirror shows it).
+  @Test("cancel releases the subscriber; dropping the subscription releases the elements")
+  func releasesItsFields() {
+    final class Element: Sendable {
+      let released: @Sendable () -> Void
+      init(released: @escaping @Sendable () -> Void) { self.released = released }
+      deinit { released() }
+    }
+    let releasedCount = Mutex(0)
+    let subscription = Box<any Subscription>()
+    weak var weakProbe: Probe<Element, Never>?
+    weak var weakRemaining: Element?
+    do {
+      let elements = (0..<3).map { _ in Element { releasedCount.withLock { $0 += 1 } } }
+      weakRemaining = elements[2]
+      let probe = Probe<Element, Never>(onSubscription: {
+        subscription.set($0)
+        $0.request(.max(1))
+      })
+      weakProbe = probe
+      elements.publisher.subscribe(probe)
+    }
+    #expect(weakRemaining != nil, "the subscription holds what it has not delivered")
+    subscription.value?.cancel()
+    withExtendedLifetime(subscription.value) {
+      #expect(weakProbe == nil, "cancel released the subscriber")
+    }
+    subscription.update { $0 = nil }
+    #expect(weakRemaining == nil)
+    #expect(releasedCount.withLock { $0 } == 3)
+
+    weak var weakLast: Element?
+    do {
+      let last = Element {}
+      weakLast = last
+      let recorder = RecordingSubscriber<Element, Never>(initialDemand: .unlimited)
+      Just(last).subscribe(recorder)
+      #expect(recorder.completion == .finished)
+    }
+    #expect(weakLast == nil, "a finished Just subscription keeps nothing")
   }
 
   @Test func eachSubscriberIteratesAfresh() {
