@@ -442,6 +442,47 @@ for erased in [false, true] {
     ])
 }
 
+// The shape an app has for short-lived subscriptions: a chain on a subject, its cancellable kept
+// in a set, the set cleared later (subscribe, attach, detach, release: no value sent).
+do {
+  let name = "subject.map.sink stored in a Set<AnyCancellable>, set cleared (subscribe each)"
+  let count = values / 10
+  shape(
+    name, unit: "subscription",
+    [
+      (
+        "Sluice",
+        {
+          let subject = Sluice.PassthroughSubject<Int, Never>()
+          let tally = Tally()
+          var cancellables = Set<Sluice.AnyCancellable>()
+          let t = time {
+            for _ in 0..<count {
+              subject.map { $0 &+ 1 }.sink { consume(tally, $0) }.store(in: &cancellables)
+            }
+            cancellables.removeAll()
+          }
+          return t / Double(count)
+        }
+      ),
+      (
+        "OpenCombine",
+        {
+          let subject = OpenCombine.PassthroughSubject<Int, Never>()
+          let tally = Tally()
+          var cancellables = Set<OpenCombine.AnyCancellable>()
+          let t = time {
+            for _ in 0..<count {
+              subject.map { $0 &+ 1 }.sink { consume(tally, $0) }.store(in: &cancellables)
+            }
+            cancellables.removeAll()
+          }
+          return t / Double(count)
+        }
+      ),
+    ])
+}
+
 // MARK: - Several threads sending
 
 /// `senders` threads each send `perSender` values into `send` at once; returns ns per value

@@ -118,42 +118,37 @@ final class EmissionSubscription<Source: EmissionSource, Downstream: Subscriber>
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
 where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
-  // Safety: `state` is lock-protected. `source` and `lookahead` are touched only by the thread
-  // that `EmissionState` made the drainer (or by `init`, before publication, and by `cancel`
-  // when no drainer exists), so they are never accessed concurrently. `isCancelled` is atomic.
+  // Safety: `emission` is read and written only inside `lock`. `source` and `lookahead` are
+  // touched only by the thread that `EmissionState` made the drainer (or by `init`, before
+  // publication, and by `cancel` when no drainer exists), so they are never accessed
+  // concurrently. `isCancelled` is atomic.
+  /// Guards `emission`: a ``FieldLock``, not a `Lock` of the state, because the unspecialized
+  /// `deinit` of a generic class looks up each generic type its fields are made of, and
+  /// `Lock<EmissionState<…>>` is four of them where `EmissionState<…>` is one.
+  @usableFromInline let lock = FieldLock()
+  @usableFromInline @exclusivity(unchecked) var emission: EmissionState<Downstream>
   @usableFromInline let isCancelled = Atomic<Bool>(false)
-  /// The fields whose types depend on `Source` and `Downstream`, out of line (see
-  /// ``OutOfLineFields``: a `Just` subscription's unspecialized `deinit` looked up seven generic
-  /// types, a third of the time of `Just(v).sink`).
-  @usableFromInline let storage: OutOfLineFields
+  @usableFromInline var source: Source?
+  @usableFromInline var lookahead: Source.Output?
+  @usableFromInline let describedSource: Source
   /// `request(_:)` as compiled where this subscription was created (specialized for its types).
   /// Subscribers call `request` through `any Subscription`, which reaches the generic, slow
   /// implementation; that one only forwards here.
   @usableFromInline let specializedRequest: (EmissionSubscription, Subscribers.Demand) -> Void
 
-  @inlinable var fields: UnsafeMutablePointer<EmissionFields<Source, Downstream>> {
-    storage.pointer(to: EmissionFields<Source, Downstream>.self)
-  }
-  @inlinable var state: Lock<EmissionState<Downstream>> {
-    _read { yield fields.pointee.state }
-  }
-  @inlinable var source: Source? {
-    get { fields.pointee.source }
-    set { fields.pointee.source = newValue }
-  }
-  @inlinable var lookahead: Source.Output? {
-    get { fields.pointee.lookahead }
-    set { fields.pointee.lookahead = newValue }
-  }
-  @inlinable var describedSource: Source { fields.pointee.describedSource }
-
   /// Use only for a source with at least one value: `first` is that value.
   @inlinable init(source: Source, first: Source.Output, downstream: Downstream) {
-    storage = OutOfLineFields(
-      EmissionFields(
-        state: Lock(EmissionState(downstream: downstream)), source: source, lookahead: first,
-        describedSource: source))
+    emission = EmissionState(downstream: downstream)
+    describedSource = source
     specializedRequest = { $0.requestSpecialized($1) }
+    self.source = source
+    lookahead = first
+  }
+
+  /// Runs `body` on the state under the lock (the rules of ``Lock`` apply).
+  @inlinable @inline(__always)
+  func withState<Result>(_ body: (inout EmissionState<Downstream>) -> Result) -> Result {
+    lock.withLock { body(&emission) }
   }
 
   @inlinable func request(_ demand: Subscribers.Demand) {
@@ -162,11 +157,11 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
 
   @inlinable func requestSpecialized(_ demand: Subscribers.Demand) {
     if Source.rejectsZeroDemand { demand.assertNonZero(for: Source.finishedDescription) }
-    if state.withLock({ $0.requested(demand) }) { drain() }
+    if withState({ $0.requested(demand) }) { drain() }
   }
 
   @inlinable func cancel() {
-    let (downstream, releaseSource) = state.withLock { $0.cancelled() }
+    let (downstream, releaseSource) = withState { $0.cancelled() }
     isCancelled.store(true, ordering: .releasing)
     if releaseSource {
       source = nil
@@ -178,7 +173,7 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
   @inlinable func drain() {
     var more = Subscribers.Demand.none
     while true {
-      switch state.withLock({ $0.refill(adding: more) }) {
+      switch withState({ $0.refill(adding: more) }) {
       case .stop(let releaseSource):
         if releaseSource { releaseSourceAfterCancel() }
         return
@@ -199,7 +194,7 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
     while budget > 0 {
       if isCancelled.load(ordering: .acquiring) {
         // `cancel()` saw a drainer and left the source to it.
-        state.withLock { $0.drainerStopped() }
+        withState { $0.drainerStopped() }
         releaseSourceAfterCancel()
         return nil
       }
@@ -228,38 +223,19 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
     // Demand for more is irrelevant now; a `cancel()` during this delivery suppresses the
     // completion, so at most the value already decided on follows a concurrent cancel.
     _ = downstream.receive(value)
-    state.withLock { $0.deliveredLastValue() }?.receive(completion: completion)
+    withState { $0.deliveredLastValue() }?.receive(completion: completion)
   }
 
   @usableFromInline var description: String {
-    state.withLock { $0.isTerminal } ? Source.finishedDescription : describedSource.liveDescription
+    withState { $0.isTerminal } ? Source.finishedDescription : describedSource.liveDescription
   }
 
   @usableFromInline var customMirror: Mirror {
-    let finished = state.withLock { $0.isTerminal }
+    let finished = withState { $0.isTerminal }
     return Mirror(self, children: describedSource.reflectedChildren(finished: finished))
   }
 
   @usableFromInline var playgroundDescription: Any { description }
-}
-
-/// The fields of an ``EmissionSubscription`` whose types depend on its generic parameters.
-@usableFromInline
-struct EmissionFields<Source: EmissionSource, Downstream>: ~Copyable {
-  @usableFromInline let state: Lock<EmissionState<Downstream>>
-  @usableFromInline var source: Source?
-  @usableFromInline var lookahead: Source.Output?
-  @usableFromInline let describedSource: Source
-
-  @inlinable init(
-    state: consuming Lock<EmissionState<Downstream>>, source: Source?, lookahead: Source.Output?,
-    describedSource: Source
-  ) {
-    self.state = state
-    self.source = source
-    self.lookahead = lookahead
-    self.describedSource = describedSource
-  }
 }
 
 extension EmissionSource {

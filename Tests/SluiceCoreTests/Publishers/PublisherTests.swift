@@ -134,10 +134,10 @@ struct SequencePublisherTests {
     recorder.cancel()
   }
 
-  /// The subscription keeps its sequence, iterator, look-ahead value and subscriber in storage
-  /// of its own (out of its class layout): the subscriber is released on cancel while the
-  /// subscription itself is still held, and the elements once the subscription is gone (until
-  /// then it keeps the sequence: its mirror shows it).
+  /// The subscription holds its sequence, iterator, look-ahead value and subscriber: the
+  /// subscriber is released on cancel while the subscription itself is still held, and the
+  /// elements once the subscription is gone (until then it keeps the sequence: its mirror
+  /// shows it).
   @Test("cancel releases the subscriber; dropping the subscription releases the elements")
   func releasesItsFields() {
     final class Element: Sendable {
@@ -177,6 +177,39 @@ struct SequencePublisherTests {
       #expect(recorder.completion == .finished)
     }
     #expect(weakLast == nil, "a finished Just subscription keeps nothing")
+  }
+
+  /// The subscription advances its iterator in place: an iterator that owns a copy-on-write
+  /// buffer (a stack popping an array) copies it a bounded number of times — when it parts from
+  /// the publisher's sequence, and from the copy the subscription keeps for its description —
+  /// not once per element, which made such a sequence quadratic.
+  @Test("the iterator is advanced in place, not copied per element")
+  func iteratorAdvancedInPlace() {
+    final class Items {
+      var values: [Int]
+      init(_ values: [Int]) { self.values = values }
+    }
+    final class Copies: @unchecked Sendable {
+      // Safety: the subscription calls `next()` serially, from the test's thread.
+      var count = 0
+    }
+    struct Stack: Sequence, IteratorProtocol {
+      var items: Items
+      let copies: Copies
+      mutating func next() -> Int? {
+        if !isKnownUniquelyReferenced(&items) {
+          copies.count += 1
+          items = Items(items.values)
+        }
+        return items.values.popLast()
+      }
+    }
+    let copies = Copies()
+    let recorder = RecordingSubscriber<Int, Never>(initialDemand: .unlimited)
+    Stack(items: Items(Array(0..<1_000)), copies: copies).publisher.subscribe(recorder)
+    #expect(recorder.values == Array((0..<1_000).reversed()))
+    #expect(recorder.completion == .finished)
+    #expect(copies.count <= 2, "the iterator's buffer was copied \(copies.count) times")
   }
 
   @Test func eachSubscriberIteratesAfresh() {
