@@ -67,8 +67,11 @@ struct AsyncMapLivenessTests {
         receiveCompletion: { _ in }))
     let shared = UncheckedSendable(subscription.value!)
     let producer = RacingProducer { _ in shared.value.request(.max(1)) }
-    let returned = await callsReturn(whileRunning: producer) {
-      for _ in 0..<2_000 { shared.value.request(.max(1)) }
+    let returned = await callsReturn(whileRunning: producer) { progress in
+      for _ in 0..<2_000 {
+        shared.value.request(.max(1))
+        progress.tick()
+      }
     }
     #expect(returned, "every request returned while the other thread kept requesting")
     shared.value.cancel()

@@ -31,27 +31,64 @@ package final class RacingProducer: Sendable {
   }
 }
 
+/// How far the calls under test got: each call that returned ticks it.
+package final class CallProgress: Sendable {
+  let ticks = Atomic<Int>(0)
+
+  package init() {}
+
+  /// A call returned.
+  package func tick() { ticks.add(1, ordering: .relaxed) }
+}
+
 /// Runs `calls` on a thread of its own while `producer` keeps producing, and returns whether
-/// `calls` returned within `timeout` while the producer was still running (then stops it).
-/// The timeout is only a safety net for a call that never returns: no timing is asserted. The
-/// waiting happens on a thread of its own too, so that no cooperative-pool thread is blocked.
+/// `calls` returned while the producer was still running (then stops it).
+///
+/// The property is liveness: no call is held while the producer runs. So what fails is a
+/// *stall* — `stall` passing with no call returning (no ``CallProgress/tick()``) — not a slow
+/// machine: on a loaded machine (a test run keeps many threads busy on few cores) a sequence of
+/// calls may take long, each of them returning. `limit` bounds the whole. No timing is
+/// asserted beyond that. The waiting happens on a thread of its own too, so that no
+/// cooperative-pool thread is blocked.
 package func callsReturn(
-  whileRunning producer: RacingProducer, timeout: Duration = .seconds(120),
-  _ calls: @escaping @Sendable () -> Void
+  whileRunning producer: RacingProducer, stall: Duration = .seconds(60),
+  limit: Duration = .seconds(600), _ calls: @escaping @Sendable (CallProgress) -> Void
 ) async -> Bool {
-  await withCheckedContinuation { continuation in
+  let progress = CallProgress()
+  return await withCheckedContinuation { continuation in
     Thread.detachNewThread {
       let returned = DispatchSemaphore(value: 0)
       Thread.detachNewThread {
-        calls()
+        calls(progress)
         returned.signal()
       }
-      let seconds = Double(timeout.components.seconds)
-      let inTime = returned.wait(timeout: .now() + seconds) == .success
+      let started = DispatchTime.now()
+      let window = Double(stall.components.seconds)
+      var seen = -1
+      var inTime = false
+      while true {
+        if returned.wait(timeout: .now() + window) == .success {
+          inTime = true
+          break
+        }
+        let ticks = progress.ticks.load(ordering: .relaxed)
+        let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds)
+        if ticks == seen || elapsed / 1e9 > Double(limit.components.seconds) { break }
+        seen = ticks
+      }
       let stillRunning = !producer.stopped.load(ordering: .relaxed)
       producer.stop()
       if !inTime { returned.wait() }  // the producer stopped: a call held by it can return now
       continuation.resume(returning: inTime && stillRunning)
     }
   }
+}
+
+/// ``callsReturn(whileRunning:stall:limit:_:)`` for one call (or calls that report no
+/// progress): it must return within `stall`.
+package func callsReturn(
+  whileRunning producer: RacingProducer, stall: Duration = .seconds(120),
+  _ calls: @escaping @Sendable () -> Void
+) async -> Bool {
+  await callsReturn(whileRunning: producer, stall: stall, limit: stall) { _ in calls() }
 }

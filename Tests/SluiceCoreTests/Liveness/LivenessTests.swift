@@ -9,8 +9,9 @@ import Testing
 /// Every call returns after bounded work while another thread sends without pause: the engines
 /// where one thread delivers what others hand over (subjects, merge, flatMap) must never make a
 /// caller deliver another thread's unbounded stream. Each test runs a producer thread that never
-/// stops and checks that a second thread's calls all return while it is still running (the
-/// suite's timeout is the only clock).
+/// stops and checks that a second thread's calls all return while it is still running: what
+/// fails is a call held while the producer runs (a minute with no call returning), not a slow
+/// machine (see ``callsReturn(whileRunning:stall:limit:_:)``).
 @Suite("Liveness: calls return while another thread sends without pause")
 struct LivenessTests {
   /// A subscriber's record: how many values it received and, per sender (value / 1_000_000),
@@ -63,9 +64,10 @@ struct LivenessTests {
   @Test("PassthroughSubject: a second thread's sends return while the first sends without pause")
   func subjectSend() async {
     let (subject, record, sink, producer) = racedSubject()
-    let returned = await callsReturn(whileRunning: producer) {
+    let returned = await callsReturn(whileRunning: producer) { progress in
       for index in 0..<200 {
         subject.send(Self.callerValue(index))
+        progress.tick()
         usleep(100)  // paced like taps, not waiting for anything
       }
     }
@@ -80,8 +82,11 @@ struct LivenessTests {
   @Test("PassthroughSubject: values sent back to back from two threads all return, in order")
   func subjectSendBackToBack() async {
     let (subject, record, sink, producer) = racedSubject()
-    let returned = await callsReturn(whileRunning: producer) {
-      for index in 0..<20_000 { subject.send(Self.callerValue(index)) }
+    let returned = await callsReturn(whileRunning: producer) { progress in
+      for index in 0..<20_000 {
+        subject.send(Self.callerValue(index))
+        progress.tick()
+      }
     }
     #expect(returned, "every call returned while the producer ran")
     let state = record.snapshot
@@ -113,11 +118,12 @@ struct LivenessTests {
     "PassthroughSubject: subscribe and cancel from a second thread return; memory stays bounded")
   func subjectSubscribeAndCancel() async {
     let (subject, _, sink, producer) = racedSubject()
-    let returned = await callsReturn(whileRunning: producer) {
+    let returned = await callsReturn(whileRunning: producer) { progress in
       for _ in 0..<2_000 {
         let other = Record()
         let subscription = subject.sink { other.receive($0) }
         subscription.cancel()
+        progress.tick()
       }
     }
     #expect(returned, "every call returned while the producer ran")
@@ -133,11 +139,12 @@ struct LivenessTests {
     let sink = subject.sink { record.receive($0) }
     let producer = RacingProducer { subject.value = $0 }
     let disordered = Atomic<Int>(0)
-    let returned = await callsReturn(whileRunning: producer) {
+    let returned = await callsReturn(whileRunning: producer) { progress in
       for _ in 0..<2_000 {
         let other = Record()
         let subscription = subject.sink { other.receive($0) }
         subscription.cancel()
+        progress.tick()
         disordered.add(other.snapshot.outOfOrder, ordering: .relaxed)
       }
     }
@@ -161,8 +168,11 @@ struct LivenessTests {
       receiveCompletion: { _ in })
     subject.subscribe(subscriber)
     let producer = RacingProducer { subject.send($0) }
-    let returned = await callsReturn(whileRunning: producer) {
-      for _ in 0..<2_000 { subscription.value?.request(.max(1)) }
+    let returned = await callsReturn(whileRunning: producer) { progress in
+      for _ in 0..<2_000 {
+        subscription.value?.request(.max(1))
+        progress.tick()
+      }
     }
     #expect(returned, "every call returned while the producer ran")
     #expect(record.snapshot.count <= 2_000, "never more than demanded")
@@ -176,8 +186,11 @@ struct LivenessTests {
     let record = Record()
     let sink = subject.sink { record.receive($0) }
     let producer = RacingProducer { subject.value = $0 }
-    let returned = await callsReturn(whileRunning: producer) {
-      for index in 0..<2_000 { subject.value = Self.callerValue(index) }
+    let returned = await callsReturn(whileRunning: producer) { progress in
+      for index in 0..<2_000 {
+        subject.value = Self.callerValue(index)
+        progress.tick()
+      }
     }
     #expect(returned, "every call returned while the producer ran")
     #expect(record.snapshot.last[1] == Self.callerValue(1_999))
@@ -196,8 +209,11 @@ struct LivenessTests {
     let record = Record()
     let subscription = pipeline(a, b, record)
     let producer = RacingProducer { b.send($0) }
-    let returned = await callsReturn(whileRunning: producer) {
-      for index in 0..<2_000 { a.send(Self.callerValue(index)) }
+    let returned = await callsReturn(whileRunning: producer) { progress in
+      for index in 0..<2_000 {
+        a.send(Self.callerValue(index))
+        progress.tick()
+      }
     }
     #expect(returned, "every call returned while the producer ran")
     withExtendedLifetime(subscription) {}
@@ -239,8 +255,11 @@ struct LivenessTests {
         },
         receiveCompletion: { _ in }))
     let producer = RacingProducer { b.send($0) }
-    let returned = await callsReturn(whileRunning: producer) {
-      for _ in 0..<2_000 { subscription.value?.request(.max(1)) }
+    let returned = await callsReturn(whileRunning: producer) { progress in
+      for _ in 0..<2_000 {
+        subscription.value?.request(.max(1))
+        progress.tick()
+      }
     }
     #expect(returned, "every call returned while the producer ran")
     #expect(record.snapshot.overlaps == 0)
@@ -265,9 +284,10 @@ struct LivenessTests {
       record.receive(note.userInfo?["value"] as? Int ?? -1)
     }
     let producer = RacingProducer { center.post(name: name, object: nil, userInfo: ["value": $0]) }
-    let returned = await callsReturn(whileRunning: producer) {
+    let returned = await callsReturn(whileRunning: producer) { progress in
       for index in 0..<2_000 {
         center.post(name: name, object: nil, userInfo: ["value": Self.callerValue(index)])
+        progress.tick()
       }
     }
     #expect(returned, "every call returned while the producer ran")
@@ -276,5 +296,29 @@ struct LivenessTests {
     #expect(state.outOfOrder == 0)
     #expect(state.overlaps == 0)
     withExtendedLifetime(sink) {}
+  }
+
+  /// The check itself: a call held until the producer stops fails it, even after other calls
+  /// made progress; calls that all return pass it however slowly they come.
+  @Test("the check fails a call held until the producer stops, and passes slow calls")
+  func theCheckFailsAHeldCall() async {
+    let producer = RacingProducer { _ in usleep(1_000) }
+    let held = await callsReturn(whileRunning: producer, stall: .seconds(1)) { progress in
+      for _ in 0..<3 {
+        usleep(300_000)
+        progress.tick()
+      }
+      // Held: only the producer's stop lets it go (the producer stops after the stall).
+      while !producer.stopped.load(ordering: .relaxed) { usleep(1_000) }
+    }
+    #expect(!held, "a call held until the producer stopped fails the check")
+    let slow = RacingProducer { _ in usleep(1_000) }
+    let returned = await callsReturn(whileRunning: slow, stall: .seconds(1)) { progress in
+      for _ in 0..<6 {
+        usleep(500_000)  // each call within the stall window, the whole beyond it
+        progress.tick()
+      }
+    }
+    #expect(returned, "slow calls that each return pass the check")
   }
 }

@@ -97,8 +97,14 @@ struct SchedulerHopLivenessTests {
       }
     }
     let producer = RacingProducer { subject.send($0) }
-    let delivered = await callsReturn(whileRunning: producer) {
-      while meter.total.load(ordering: .relaxed) < 20_000 { usleep(1_000) }
+    let delivered = await callsReturn(whileRunning: producer) { progress in
+      var seen = 0
+      while seen < 20_000 {
+        usleep(1_000)
+        let total = meter.total.load(ordering: .relaxed)
+        if total > seen { progress.tick() }
+        seen = total
+      }
     }
     #expect(delivered, "20,000 values were delivered while the producer ran")
     sink.cancel()
@@ -152,8 +158,14 @@ struct SchedulerHopLivenessTests {
     }
     let shared = UncheckedSendable(subscription.value!)
     let producer = RacingProducer { _ in shared.value.request(.max(1)) }
-    let made = await callsReturn(whileRunning: producer) {
-      while meter.total.load(ordering: .relaxed) < 20_000 { usleep(1_000) }
+    let made = await callsReturn(whileRunning: producer) { progress in
+      var seen = 0
+      while seen < 20_000 {
+        usleep(1_000)
+        let total = meter.total.load(ordering: .relaxed)
+        if total > seen { progress.tick() }
+        seen = total
+      }
     }
     #expect(made, "20,000 requests reached the upstream while the producer ran")
     shared.value.cancel()
