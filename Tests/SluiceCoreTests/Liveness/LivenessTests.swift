@@ -303,7 +303,7 @@ struct LivenessTests {
   @Test("the check fails a call held until the producer stops, and passes slow calls")
   func theCheckFailsAHeldCall() async {
     let producer = RacingProducer { _ in usleep(1_000) }
-    let held = await callsReturn(whileRunning: producer, stall: .seconds(1)) { progress in
+    let held = await callsReturn(whileRunning: producer, stall: .seconds(2)) { progress in
       for _ in 0..<3 {
         usleep(300_000)
         progress.tick()
@@ -313,7 +313,7 @@ struct LivenessTests {
     }
     #expect(!held, "a call held until the producer stopped fails the check")
     let slow = RacingProducer { _ in usleep(1_000) }
-    let returned = await callsReturn(whileRunning: slow, stall: .seconds(1)) { progress in
+    let returned = await callsReturn(whileRunning: slow, stall: .seconds(2)) { progress in
       for _ in 0..<6 {
         usleep(500_000)  // each call within the stall window, the whole beyond it
         progress.tick()
