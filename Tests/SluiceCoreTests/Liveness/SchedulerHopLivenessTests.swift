@@ -33,6 +33,17 @@ struct SchedulerHopLivenessTests {
       worst.max(done, ordering: .relaxed)
     }
 
+    /// Polls until `count` units were done, ticking `progress` whenever the total moved.
+    func waitForTotal(_ count: Int, _ progress: CallProgress) {
+      var seen = 0
+      while seen < count {
+        usleep(1_000)
+        let now = total.load(ordering: .relaxed)
+        if now > seen { progress.tick() }
+        seen = now
+      }
+    }
+
     /// One unit of work done on this thread (a delivery, an upstream call).
     func worked() {
       let thread = currentThreadIdentity()
@@ -98,13 +109,7 @@ struct SchedulerHopLivenessTests {
     }
     let producer = RacingProducer { subject.send($0) }
     let delivered = await callsReturn(whileRunning: producer) { progress in
-      var seen = 0
-      while seen < 20_000 {
-        usleep(1_000)
-        let total = meter.total.load(ordering: .relaxed)
-        if total > seen { progress.tick() }
-        seen = total
-      }
+      meter.waitForTotal(20_000, progress)
     }
     #expect(delivered, "20,000 values were delivered while the producer ran")
     sink.cancel()
@@ -159,13 +164,7 @@ struct SchedulerHopLivenessTests {
     let shared = UncheckedSendable(subscription.value!)
     let producer = RacingProducer { _ in shared.value.request(.max(1)) }
     let made = await callsReturn(whileRunning: producer) { progress in
-      var seen = 0
-      while seen < 20_000 {
-        usleep(1_000)
-        let total = meter.total.load(ordering: .relaxed)
-        if total > seen { progress.tick() }
-        seen = total
-      }
+      meter.waitForTotal(20_000, progress)
     }
     #expect(made, "20,000 requests reached the upstream while the producer ran")
     shared.value.cancel()
