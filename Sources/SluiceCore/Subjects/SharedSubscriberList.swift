@@ -270,6 +270,12 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     readerThread.store(context.identity, ordering: .releasing)
   }
 
+  /// Whether the turn in progress offers no grant: a value handed to it now would make its
+  /// sender wait. A relaxed read without the lock, so a hint (the turn may end, or a new one
+  /// begin, at once): ``SubjectCore/send(_:storingAfterCompletion:)`` uses it only to decide
+  /// whether to try the claim again before it locks.
+  @inlinable var offersNoGrant: Bool { grants.load(ordering: .relaxed) == 0 }
+
   /// Under the lock, by a thread handing a value over, after setting ``pending`` found a
   /// holder: takes one of the turn's grants — only once the holder has published its
   /// identity (its grants before it), so never a grant left over from an earlier turn.
