@@ -59,7 +59,7 @@ public import Synchronization
 /// |---|---|
 /// | 0 | takes it and reads in place (``Claim/claimed(_:)``) |
 /// | held by this thread, delivering | queues its value behind the one being delivered (``Claim/busy``) — or, while a waiter is queued, a waiter of its own (deferred) |
-/// | held by another thread | under the lock: queues its value on a grant (``Claim/busy``) or a waiter (``Claim/wait(_:)``) |
+/// | held by another thread | under the lock: queues its value on a grant (``Claim/busy``) or a waiter (``Claim/wait(_:)``) — a `send` that sees no grant offered (``offersNoGrant``) first yields and tries the claim again, twice at most |
 /// | 0 again by the time it locks | takes it to run its own value (``Claim/draining``) |
 ///
 /// **Writing** (attach, detach, completion; under the subject's lock, through
