@@ -19,6 +19,31 @@ else
   trap 'rm -rf "$out"' EXIT
 fi
 
+# An incremental release build can keep stale inlined copies of the main package's code in the
+# modules that use it (seen as link errors, and as crashes in code that read an old class
+# layout). When the main package's sources changed since the last run, the modules of this
+# package's and the main package's targets are deleted, so that they are compiled again; the
+# dependencies' (OpenCombine, package-benchmark, ...) are kept.
+fingerprint=$(
+  {
+    git -C .. rev-parse HEAD
+    git -C .. diff HEAD -- Sources Package.swift Examples
+    git -C .. ls-files --others --exclude-standard -- Sources Examples | (cd .. && xargs -r sha1sum)
+  } | sha1sum | cut -d' ' -f1
+)
+stamp=.build/sluice-sources.sha1
+if [[ -f $stamp && "$(cat "$stamp")" != "$fingerprint" ]]; then
+  for package in . ..; do
+    swift package --package-path "$package" dump-package |
+      python3 -c 'import json, sys; print("\n".join(t["name"] for t in json.load(sys.stdin)["targets"]))'
+  done | while IFS= read -r name; do
+    rm -rf .build/*/release/"$name".build
+  done
+  echo "compare.sh: the main package changed since the last build: its modules are rebuilt" >&2
+fi
+mkdir -p .build
+echo "$fingerprint" >"$stamp"
+
 pattern=''
 if [[ "${1:-}" == "--scenarios" ]]; then
   pattern=$2
