@@ -221,8 +221,10 @@ struct BusyClaimRetryAttackTests {
       if seen[sender].last != index { seen[sender].append(index) }
     }
     /// Each sender's values appear in order (`consecutive`: none skipped from their first
-    /// appearance; in `zip` from 0), up to its last.
-    func problems(perSender: Int, fromZero: Bool, consecutive: Bool = true) -> [String] {
+    /// appearance; in `zip` from 0), up to its last (`throughTheLast`).
+    func problems(
+      perSender: Int, fromZero: Bool, consecutive: Bool = true, throughTheLast: Bool = true
+    ) -> [String] {
       seen.enumerated().compactMap { sender, indices in
         guard let first = indices.first else { return "sender \(sender): none" }
         if fromZero, first != 0 { return "sender \(sender): first \(first)" }
@@ -233,7 +235,8 @@ struct BusyClaimRetryAttackTests {
         if consecutive, let gap = pairs.first(where: { $1 != $0 + 1 }) {
           return "sender \(sender): skipped (\(gap.0) then \(gap.1), first \(first))"
         }
-        return indices.last == perSender - 1 ? nil : "sender \(sender): last \(indices.last!)"
+        guard throughTheLast, indices.last != perSender - 1 else { return nil }
+        return "sender \(sender): last \(indices.last!)"
       }
     }
   }
@@ -261,10 +264,12 @@ struct BusyClaimRetryAttackTests {
       zipped.add(1, ordering: .relaxed)
       zipInside.store(false, ordering: .releasing)
     }
+    let latestPair = Mutex((-1, -1))
     let latestSink = a.combineLatest(b).sink { pair in
       if latestInside.exchange(true, ordering: .acquiring) { overlaps.add(1, ordering: .relaxed) }
       latestLeft.note(pair.0)
       latestRight.note(pair.1)
+      latestPair.withLock { $0 = pair }
       latestInside.store(false, ordering: .releasing)
     }
     let worst = await Self.sendMetered(senders: senders, perSender: perSender) { sender, value in
@@ -279,16 +284,23 @@ struct BusyClaimRetryAttackTests {
       zipLeft.problems(perSender: perSender, fromZero: true).filter { !$0.hasSuffix("none") }
       + zipRight.problems(perSender: perSender, fromZero: true).filter { !$0.hasSuffix("none") }
     #expect(zipProblems.isEmpty, "zip: \(zipProblems)")
-    // combineLatest: in order and up to each sender's last value. A value can be skipped: one
-    // that arrives while another thread delivers is combined only if it is still its side's
-    // newest when the deliverer gets to it ("Differences from Combine").
+    // combineLatest: each sender's values in order. A value can be skipped — even a sender's
+    // last: one that arrives while another thread delivers is combined only if it is still its
+    // side's newest when the deliverer gets to it ("Differences from Combine") — but the last
+    // combination is of each side's newest value, the last value of the sender whose last
+    // send came last.
     let latestProblems =
-      latestLeft.problems(perSender: perSender, fromZero: false, consecutive: false)
-      .filter { !$0.hasSuffix("none") }
-      + latestRight.problems(perSender: perSender, fromZero: false, consecutive: false).filter {
-        !$0.hasSuffix("none")
-      }
+      latestLeft.problems(
+        perSender: perSender, fromZero: false, consecutive: false, throughTheLast: false
+      ).filter { !$0.hasSuffix("none") }
+      + latestRight.problems(
+        perSender: perSender, fromZero: false, consecutive: false, throughTheLast: false
+      ).filter { !$0.hasSuffix("none") }
     #expect(latestProblems.isEmpty, "combineLatest: \(latestProblems)")
+    let last = latestPair.withLock { $0 }
+    #expect(
+      last.0 % 1_000_000 == perSender - 1 && last.1 % 1_000_000 == perSender - 1,
+      "the last combination \(last) is not of each side's newest value")
     withExtendedLifetime((zipSink, latestSink)) {}
   }
 
