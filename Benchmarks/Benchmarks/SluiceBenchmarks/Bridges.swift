@@ -125,6 +125,19 @@ func bridgeBenchmarks() {
     for await _ in stream { count += 1 }
     check(count, elements, pull)
   }
+  // The bridge pulls in a task of its own; so does this anchor (a pre-filled stream read on
+  // the thread that filled it is cheaper: its buffer is still in that core's cache).
+  measureAsync(pull, "for await in a task of its own") {
+    let (stream, continuation) = AsyncStream<Int>.makeStream()
+    for value in 0..<elements { continuation.yield(value) }
+    continuation.finish()
+    let count = await Task {
+      var count = 0
+      for await _ in stream { count += 1 }
+      return count
+    }.value
+    check(count, elements, pull)
+  }
 
   // The same over a sequence that allocates nothing per element (async-algorithms' `.async` of
   // a range): what the bridge itself costs per element, allocations included.

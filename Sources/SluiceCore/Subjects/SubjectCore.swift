@@ -133,8 +133,9 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// overtakes no queued value; a retry takes no turn and reserves nothing, so the bound on
   /// one call's work and the order of values are those of a send that locked at once. It only
   /// delays the locked path by a few system calls (at most ``busyClaimRetries`` yields, never
-  /// a spin). The trade (Benchmarks/README.md, issue 38): with 8 and 16 senders throughput
-  /// rose from about a third of OpenCombine's to above it, and the median send got faster, but
+  /// a spin). The trade (Benchmarks/README.md, issue 38): with 8 and 16 senders into a fast
+  /// subscriber throughput rose from about a third of OpenCombine's to above it (behind a
+  /// ~1 µs subscriber, to about half of it), and the median send got faster, but
   /// the senders that lose their retries to others and sleep wait longer: behind a ~1 µs
   /// subscriber the slowest 0.1 % of sends took 2–4× as long.
   @inlinable

@@ -48,13 +48,7 @@ struct AdversarialBoundTests {
           }
           let got = receivedBySecond.add(1, ordering: .relaxed).newValue
           let lag = sent.load(ordering: .relaxed) - got
-          var seen = maxLag.load(ordering: .relaxed)
-          while lag > seen {
-            let (done, now) = maxLag.compareExchange(
-              expected: seen, desired: lag, ordering: .relaxed)
-            if done { break }
-            seen = now
-          }
+          maxLag.max(lag, ordering: .relaxed)
           CallBoundTests.received(value)
         }
         holder.withLock { $0 = cancellable }

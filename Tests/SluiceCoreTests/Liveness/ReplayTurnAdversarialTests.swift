@@ -97,13 +97,7 @@ struct ReplayTurnAdversarialTests {
       subject.subscribe(probe)
       probe.request(.unlimited)
       let inCall = probe.deliveredInsideRequest.load(ordering: .relaxed) - 1
-      var seen = worst.load(ordering: .relaxed)
-      while inCall > seen {
-        let (exchanged, now) = worst.compareExchange(
-          expected: seen, desired: inCall, ordering: .relaxed)
-        if exchanged { break }
-        seen = now
-      }
+      worst.max(inCall, ordering: .relaxed)
       probe.lockedCancel()
     }
   }

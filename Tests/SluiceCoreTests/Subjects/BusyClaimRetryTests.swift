@@ -58,13 +58,7 @@ struct BusyClaimRetryTests {
         let ticket = nextTicket.add(1, ordering: .relaxed).oldValue
         guard ticket < total else { return }
         subject.send((ticket, highestReturned.load(ordering: .sequentiallyConsistent)))
-        var highest = highestReturned.load(ordering: .relaxed)
-        while ticket > highest {
-          let (exchanged, original) = highestReturned.compareExchange(
-            expected: highest, desired: ticket, ordering: .sequentiallyConsistent)
-          if exchanged { break }
-          highest = original
-        }
+        highestReturned.max(ticket, ordering: .sequentiallyConsistent)
       }
     }
     #expect(returned)
