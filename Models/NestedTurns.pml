@@ -19,6 +19,18 @@
  * own arrival — so a turn handed to a waiter inherits nothing it must deliver. Turns end by
  * giving unused grants back to the allowance.
  *
+ * RELEASE: a value released as a thread comes back to a deferred waiter (a value the resolved
+ * waiter kept, whose deinit sends: DeliveryContext.resumeDeferred) sends one value into the
+ * thread's own subject, once per thread, holding no turn: like any send made while the thread
+ * must not block (DeliveryContext.mustNotBlock), it is deferred if it must wait, and the loop
+ * comes back to it. Nothing runs between a sender queuing its own waiter and blocking on it
+ * (SubjectCore.sendLocked releases the value it replaced after its wait, FanInCore.receive
+ * likewise): the mutant release-in-the-wait-window puts such a send there, blocking, as the
+ * code did. (A send that blocked while coming back to deferred waiters failed in
+ * the code through the one semaphore all of a thread's waiters signal — it took another
+ * waiter's signal for its own — which this model, one state per waiter, does not represent:
+ * ResumingDeferredTests covers it.)
+ *
  * Checked (spin -a; ./pan): no deadlock — every call returns (no invalid end state: every
  * blocked or deferred waiter is granted or dismissed, every turn handed over is taken); every value
  * (senders' and fed back) reaches the subscriber exactly once and each source's in order
@@ -41,10 +53,14 @@
 #ifndef NT
 #define NT 2             /* threads: T0 and T2 send into E0, T1 into E1 */
 #endif
+#ifndef RELEASE
+#define RELEASE 0
+#endif
 #define W 4              /* waiter slots per thread */
-#define QMAX (NT * S + NT + 2)
+#define QMAX (NT * S + NT + 2 + NT)
 #define EM 2             /* the merge */
 #define FB NT            /* the source of values fed back */
+#define RL (NT + 1)      /* the source of thread t's released value: RL + t */
 
 typedef Engine {
   byte holder;           /* thread + 1; 0: free */
@@ -75,7 +91,8 @@ byte wengine[NT * W];
 byte wsrc[NT * W];       /* the item handed to it with the turn */
 byte wseq[NT * W];
 
-byte delivered[NT + 1];  /* next sequence number expected from each source */
+byte delivered[2 * NT + 1];  /* next sequence number expected from each source */
+bit relSent[NT];         /* the thread's released value was sent (RELEASE) */
 byte fbNext = 0;         /* values fed back so far */
 byte fbOwner[NT];        /* the thread whose delivery fed each back */
 
@@ -113,7 +130,7 @@ inline sink(sk_ss, sk_sq, sk_me) {
     assert(delivered[sk_ss] == sk_sq);         /* once, in order */
     delivered[sk_ss]++;
     if
-    :: (sk_ss < FB && sk_ss != sk_me) || (sk_ss == FB && fbOwner[sk_sq] != sk_me) ->
+    :: (sk_ss < FB && sk_ss != sk_me) || (sk_ss == FB && fbOwner[sk_sq] != sk_me) || (sk_ss >= RL && sk_ss - RL != sk_me) ->
        others[sk_me]++; assert(others[sk_me] <= BOUND)
     :: else -> skip
     fi;
@@ -297,10 +314,28 @@ inline resume(res_slot, res_me) {
   d_step { wstate[res_slot] = WFREE; wengine[res_slot] = 0; wsrc[res_slot] = 0; wseq[res_slot] = 0 }
 }
 
+/* RELEASE: a released value's deinit sends into the thread's own subject x, holding no turn,
+   while the thread comes back to its deferred waiters: it runs a free turn, is queued, or —
+   it must not block — defers its wait, which the loop then comes back to. */
+inline releaseSend(rl_x, rl_me) {
+  if
+  :: !relSent[rl_me] ->
+     relSent[rl_me] = 1;
+     arrive(rl_x, RL + rl_me, 0, rl_me, r4, ws4);
+     if
+     :: r4 == RRUN -> runSubject(rl_x, rl_me)
+     :: r4 == RQUEUED -> skip
+     :: r4 == RWAIT -> skip                /* must not block: deferred, like the others */
+     fi;
+     atomic { r4 = 0; ws4 = 0 }
+  :: else -> skip
+  fi
+}
+
 proctype Sender(byte me) {
   byte seq = 0, k, slot;
   byte st0, s0, q0, w0, st1, s1, q1, w1, st2, s2, q2, w2;
-  byte r0, r1, r2, r3, ws0, ws1, ws2, ws3, fbSeq;
+  byte r0, r1, r2, r3, r4, ws0, ws1, ws2, ws3, ws4, fbSeq;
   bit fb, found;
   byte mine = (me == 1 -> 1 : 0);        /* the subject this thread sends into */
   do
@@ -311,6 +346,7 @@ proctype Sender(byte me) {
      :: r0 == RRUN -> runSubject(mine, me)
      :: r0 == RQUEUED -> skip
      :: r0 == RWAIT ->                   /* outside any delivery: block */
+        skip;                            /* nothing runs before the wait */
         (wstate[ws0] != WAITING);
         if
         :: wstate[ws0] == GRANTED -> resume(ws0, me)
@@ -343,6 +379,10 @@ proctype Sender(byte me) {
            if
            :: wstate[slot] == GRANTED -> resume(slot, me)
            :: else -> wstate[slot] = WFREE
+           fi;
+           if
+           :: RELEASE -> releaseSend(mine, me)   /* what the resolved waiter kept, released */
+           :: else -> skip
            fi
         fi
      od;
@@ -359,7 +399,7 @@ init {
     for (x : 0 .. NT - 1) { run Sender(x) }
   }
   _nr_pr == 1;
-  for (x : 0 .. NT - 1) { assert(delivered[x] == S) }
+  for (x : 0 .. NT - 1) { assert(delivered[x] == S && delivered[RL + x] == relSent[x]) }
   assert(delivered[FB] == fbNext && fbNext == NT);
   for (x : 0 .. 2) {
     assert(e[x].holder == 0 && e[x].head == e[x].tail && e[x].waiters == 0 && e[x].lock == 0)

@@ -25,6 +25,12 @@ SUBJECT_SMALL = ["-DK=1 -DN=3 -DS=2 -DREENTRANT=0 -DCOMPLETE=0",
                  "-DK=1 -DN=3 -DS=3 -DREENTRANT=0 -DCOMPLETE=0"]
 SUBJECT_CANCEL = ["-DK=1 -DN=2 -DS=2 -DCANCEL=1 -DREENTRANT=1 -DCOMPLETE=1"]
 NESTED = ["-DK=1 -DS=1", "-DK=1 -DS=2", "-DK=2 -DS=2"]
+NESTED_RELEASE = ["-DK=1 -DS=1 -DRELEASE=1", "-DK=1 -DS=2 -DRELEASE=1"]
+# A send that blocks on waiter slot ws of thread me (as a thread outside any delivery does).
+BLOCKING_SEND = ("arrive({x}, RL + {me}, 0, {me}, r4, ws4); if :: r4 == RRUN -> runSubject({x}, {me}) "
+                 ":: r4 == RQUEUED -> skip :: r4 == RWAIT -> (wstate[ws4] != WAITING); if "
+                 ":: wstate[ws4] == GRANTED -> resume(ws4, {me}) :: else -> wstate[ws4] = WFREE fi "
+                 "fi; atomic {{ r4 = 0; ws4 = 0 }}")
 REPLAY = ["-DK=1 -DN=2 -DS=3 -DREENTRANT=0 -DCOMPLETE=0 -DREPLAY=1",
           "-DK=1 -DN=2 -DS=2 -DREENTRANT=1 -DCOMPLETE=1 -DREPLAY=1 -DREPLAYSEND=1"]
 
@@ -87,6 +93,11 @@ MUTANTS = [
     ("NestedTurns.pml", "deferred-waiters-forgotten", "a call returns without coming back to its deferred waiters",
      "        :: !found -> break\n        :: found ->", "        :: true -> break\n        :: found ->",
      NESTED),
+    ("NestedTurns.pml", "release-in-the-wait-window",
+     "a value released between queuing the sender's waiter and blocking on it sends, and blocks",
+     "skip;                            /* nothing runs before the wait */",
+     "if :: !relSent[me] -> relSent[me] = 1; " + BLOCKING_SEND.format(x="mine", me="me")
+     + " :: else -> skip fi;", NESTED_RELEASE),
     ("SubjectTurn.pml", "replay-without-turn-waiter",
      "a replay racing another thread's turn runs without queueing a turn waiter (issue 37's slow replay)",
      "enqueue(TURNW, RP, 0); waitersQueued++; release();", "release();", REPLAY),

@@ -34,7 +34,10 @@ public import Dispatch
 ///   dismissed), or handed it the turn, which it then takes (``resumeDeferred()``). A blocked
 ///   thread holds no turn, and a thread holding one runs without blocking until it hands the
 ///   turn over or leaves, so turns that feed each other (feedback through `merge`, subjects
-///   that forward to each other, a ring) never deadlock.
+///   that forward to each other, a ring) never deadlock. Nor does a thread coming back to its
+///   deferred waiters (``mustNotBlock``): it waits for any of them, on one semaphore, so a
+///   wait for one more turn made meanwhile (a released value's `deinit` that sends) is
+///   deferred too, and joins them.
 /// - **Deferred turns are paid for by the deferring call.** Its call does not return until
 ///   every deferred waiter is resolved, so a thread that keeps sending from inside deliveries
 ///   feels the pace of the turns it feeds, as a blocked sender does, and what it can leave
@@ -47,7 +50,7 @@ public import Dispatch
 /// | ``enter()`` (a turn taken) | inside(1); allowance = ``allowancePerCall`` | depth +1 | depth 1, still resuming; allowance kept (the same call) |
 /// | ``exit()`` (a turn left or handed over) | — | depth −1; at 0 (not resuming): resuming if deferred waiters remain, else outside | — |
 /// | a deferred waiter resolved (resuming, depth 0) | — | — | dismissed: forget it; granted: take its turn (`resume`); none left: outside |
-/// | ``deferTurn(_:resume:)`` | — (a thread outside blocks instead) | waiter kept | — |
+/// | ``deferTurn(_:resume:)`` | — (a thread outside blocks instead) | waiter kept | waiter kept (the loop comes back to it too) |
 /// | ``beginCall()`` … ``endCall()`` (a fan-in's `request`, asking each upstream in turn) | allowance = ``allowancePerCall``, kept by the turns taken until ``endCall()`` | nothing | nothing |
 @usableFromInline
 struct DeliveryContext {
@@ -133,8 +136,15 @@ struct DeliveryContext {
   /// How many turns this thread holds now.
   @inlinable var depth: Int { state.pointee.depth }
 
-  /// Whether the thread holds a turn (so it must not block for another).
-  @inlinable var isInsideDelivery: Bool { state.pointee.depth > 0 }
+  /// Whether the thread must not block for a turn: it holds one, or it is coming back to
+  /// deferred waiters (``resumeDeferred()``). The second matters as much as the first: code
+  /// runs there at depth 0 — the `deinit` of a value released with a resolved waiter's turn,
+  /// which may send — and a send that blocked there would wait on the semaphore the deferred
+  /// waiters signal (taking one of their signals for its own, so that it went on with its
+  /// value still queued and a later grant of it was never taken: every sender of the subject
+  /// then waited for ever), or for a turn queued behind one of its own deferred waiters (a
+  /// deadlock). Deferred instead, its waiter joins the loop that is coming back to them.
+  @inlinable var mustNotBlock: Bool { state.pointee.depth > 0 || state.pointee.resuming }
 
   /// The semaphore this thread's waiters signal.
   @inlinable var wakeUp: DispatchSemaphore { state.pointee.wakeUp }
@@ -200,8 +210,8 @@ struct DeliveryContext {
   /// How much of the allowance is left (for tests and the model's counterpart).
   @inlinable var allowance: Int { state.pointee.allowance }
 
-  /// Keeps `waiter` (queued from inside a delivery, which must not block) until the thread's
-  /// outermost turn ends; `resume` runs if the waiter is granted the turn.
+  /// Keeps `waiter` (queued from inside a delivery, or while coming back to deferred waiters:
+  /// see ``mustNotBlock``) until the thread's outermost turn ends; `resume` runs if the waiter is granted the turn.
   @usableFromInline
   func deferTurn(_ waiter: TurnWaiter, resume: @escaping () -> Void) {
     state.pointee.deferred.append(DeferredTurn(waiter: waiter, resume: resume))

@@ -247,7 +247,7 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
   /// Subscribes the core to `upstream` as side `index`; `put` stores one of its values.
   @inlinable
   func subscribe<P: Publisher>(
-    _ upstream: P, index: Int, put: @escaping (inout Slots, P.Output) -> Void
+    _ upstream: P, index: Int, put: @escaping (inout Slots, P.Output) -> P.Output?
   ) where P.Failure == Failure {
     upstream.receive(subscriber: FanInSide(core: self, index: index, put: put))
   }
@@ -266,13 +266,18 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
   }
 
   @inlinable
-  func receive<Input>(_ value: Input, side: Int, put: (inout Slots, Input) -> Void)
+  func receive<Input>(_ value: Input, side: Int, put: (inout Slots, Input) -> Input?)
     -> Subscribers.Demand
   {
     let context = DeliveryContext.current
+    // The value `value` replaces (combineLatest) is released as the call ends: its `deinit` may
+    // call back into this operator's upstreams, which it must not do under the lock, nor
+    // between queuing this thread's waiter and waiting for it.
+    var replaced: Input?
+    defer { withExtendedLifetime(replaced) {} }
     let arrival = state.withLock { state -> Arrival in
       guard !state.terminal, !state.finished[side] else { return .stored }
-      put(&state.slots, value)
+      replaced = put(&state.slots, value)
       state.fresh = true
       guard !state.delivering else {
         // The hold, this thread's own turn (a value from inside a delivery), or grants left
@@ -299,8 +304,9 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
     case .stored:
       return .none
     case .wait(let waiter):
-      guard !context.isInsideDelivery else {
-        // Inside a delivery: never block; come back to it when the outermost turn ends.
+      guard !context.mustNotBlock else {
+        // Inside a delivery (or coming back to deferred waiters): never block; come back to
+        // it when the outermost turn ends.
         context.deferTurn(waiter) { [self] in
           let (owed, sideSubscription) = state.withLock {
             $0.resumed(context, deferred: true)
@@ -504,12 +510,12 @@ where Downstream.Input == Slots.Output, Downstream.Failure == Failure {
   @usableFromInline
   let index: Int
   @usableFromInline
-  let put: (inout Slots, Input) -> Void
+  let put: (inout Slots, Input) -> Input?
 
   @inlinable
   init(
     core: FanInCore<Slots, Failure, Downstream>, index: Int,
-    put: @escaping (inout Slots, Input) -> Void
+    put: @escaping (inout Slots, Input) -> Input?
   ) {
     self.core = core
     self.index = index

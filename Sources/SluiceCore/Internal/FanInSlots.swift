@@ -8,7 +8,9 @@ protocol FanInSlot {
   init()
   /// Whether a combination can take a value from this slot.
   var hasValue: Bool { get }
-  mutating func put(_ value: Value)
+  /// Stores `value`; returns the value it replaces, which the caller releases after unlocking
+  /// (its `deinit` may call back into the operator's upstreams).
+  mutating func put(_ value: Value) -> Value?
   /// The value for the next combination; only when ``hasValue``.
   mutating func take() -> Value
   mutating func removeAll()
@@ -27,7 +29,10 @@ struct QueueSlot<Value>: FanInSlot {
   @inlinable
   var hasValue: Bool { !values.isEmpty }
   @inlinable
-  mutating func put(_ value: Value) { values.append(value) }
+  mutating func put(_ value: Value) -> Value? {
+    values.append(value)
+    return nil
+  }
   @inlinable
   mutating func take() -> Value {
     guard let value = values.popFirst() else {
@@ -57,7 +62,10 @@ struct LatestSlot<Value>: FanInSlot {
   @inlinable
   var hasValue: Bool { value != nil }
   @inlinable
-  mutating func put(_ value: Value) { self.value = value }
+  mutating func put(_ value: Value) -> Value? {
+    defer { self.value = value }
+    return self.value.take()
+  }
   @inlinable
   mutating func take() -> Value {
     guard let value else {

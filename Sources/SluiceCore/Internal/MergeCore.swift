@@ -287,9 +287,10 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     case nil, .queued:
       return .none
     case .wait(let waiter):
-      guard !context.isInsideDelivery else {
-        // Inside a delivery: never block (feedback would deadlock). The value stays buffered
-        // with its waiter; this thread comes back to it when its outermost turn ends.
+      guard !context.mustNotBlock else {
+        // Inside a delivery (or coming back to deferred waiters): never block (feedback would
+        // deadlock). The value stays buffered with its waiter; this thread comes back to it
+        // when its outermost turn ends.
         context.deferTurn(waiter) { [self] in takeGrantedTurn(context) }
         return .none
       }

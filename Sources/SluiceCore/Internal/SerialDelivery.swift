@@ -108,9 +108,10 @@ final class SerialDelivery<Downstream: Subscriber>: @unchecked Sendable {
     case nil, .queued:
       return .none  // delivered by the turn in progress; nothing is returned for it here
     case .wait(let waiter):
-      guard !context.isInsideDelivery else {
-        // Inside a delivery: never block; come back to it when the outermost turn ends (the
-        // demand for the signal, delivered then, goes to `returned`).
+      guard !context.mustNotBlock else {
+        // Inside a delivery (or coming back to deferred waiters): never block; come back to
+        // it when the outermost turn ends (the demand for the signal, delivered then, goes to
+        // `returned`).
         context.deferTurn(waiter) { [self] in
           state.withLock { $0.turn.resumed(context) }
           _ = deliverQueued(context, ownFirst: false)

@@ -157,7 +157,7 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
           subscribers.beginTurn(context)
           leave(context, held: address)
         case .busy, .nested, .draining, .wait:
-          if retries < Self.busyClaimRetries, !context.isInsideDelivery,
+          if retries < Self.busyClaimRetries, !context.mustNotBlock,
             subscribers.offersNoGrant
           {
             retries += 1
@@ -184,7 +184,14 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   func sendLocked(
     _ value: Output, by context: DeliveryContext, storing storingAfterCompletion: Bool
   ) {
-    let (claim, conduits) = claimOrHandOff(value, by: context, storing: storingAfterCompletion)
+    // The value this send replaces as the current value is released as the call ends: its
+    // `deinit` may call back into this subject (read `value`, send, subscribe), which it must
+    // not do under the lock, nor between queuing this thread's waiter and waiting for it (a
+    // send there would wait on the same semaphore, for a turn behind this thread's own).
+    var replaced: Output?
+    defer { withExtendedLifetime(replaced) {} }
+    let (claim, conduits) = claimOrHandOff(
+      value, by: context, storing: storingAfterCompletion, replacing: &replaced)
     switch claim {
     case .nobody, .busy, .stale, .nested:
       return  // nobody to send to, or queued
@@ -194,8 +201,9 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     case .draining:
       leave(context, held: SharedSubscriberList<Output, Failure>.draining)  // runs the queue
     case .wait(let waiter):
-      guard !context.isInsideDelivery else {
-        // Inside a delivery: never block (turns that feed each other would deadlock). The
+      guard !context.mustNotBlock else {
+        // Inside a delivery (or coming back to deferred waiters): never block (turns that
+        // feed each other would deadlock). The
         // value stays queued with its waiter; this thread comes back to it when its outermost
         // turn ends.
         context.deferTurn(waiter) { [self] in takeGrantedTurn(value, to: conduits, context) }
@@ -224,15 +232,14 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// Under the lock: ``SharedSubscriberList/claimOrHandOff(by:_:_:)``, and, if this thread
   /// must wait for its turn, the subscribers the value is for. For a subject with a current
   /// value, the value is stored in the same lock round, so that a subscriber attaching
-  /// meanwhile receives it once, replayed or sent.
+  /// meanwhile receives it once, replayed or sent; the value it replaces goes to `replaced`,
+  /// for the caller to release once its call is done (see ``sendLocked(_:by:storing:)``).
   @inlinable
   func claimOrHandOff(
-    _ value: Output, by context: DeliveryContext, storing storingAfterCompletion: Bool
+    _ value: Output, by context: DeliveryContext, storing storingAfterCompletion: Bool,
+    replacing replaced: inout Output?
   ) -> (SharedSubscriberList<Output, Failure>.Claim, SlotArray<AnyConduit<Output, Failure>>) {
-    // The value replaced is released after unlocking: its `deinit` may call back into this
-    // subject (read `value`, cancel a subscription to it).
-    var replaced: Output?
-    let result = state.withLock {
+    state.withLock {
       state -> (SharedSubscriberList<Output, Failure>.Claim, SlotArray<AnyConduit<Output, Failure>>)
       in
       let claim = subscribers.claimOrHandOff(by: context, &state.subscribers) {
@@ -246,8 +253,6 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       guard case .wait = claim else { return (claim, SlotArray()) }
       return (claim, state.subscribers.list.slots)
     }
-    withExtendedLifetime(replaced) {}
-    return result
   }
 
   /// Delivers `value` in place to `conduits` (a list kept alive by the array), by the holder
