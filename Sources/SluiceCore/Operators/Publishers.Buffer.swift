@@ -184,12 +184,15 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func receive(_ input: Input) -> Subscribers.Demand {
+    // Values dropped are released after unlocking: a `deinit` may send here, or cancel.
+    var dropped: Input?
+    defer { withExtendedLifetime(dropped) {} }
     let arrival = state.withLock { state -> Arrival in
       guard !state.terminal, state.completion == nil, state.subscribed else { return .none }
       if state.values.count >= size {
         switch whenFull {
         case .dropNewest: return .none
-        case .dropOldest: _ = state.values.popFirst()
+        case .dropOldest: dropped = state.values.popFirst()
         case .customError(let makeError):
           state.completion = .failure(makeError())
           let upstream = state.upstream.take()
@@ -238,9 +241,11 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   /// delivering.
   @inlinable
   func fail(_ completion: Subscribers.Completion<Failure>) {
+    var dropped = RingBuffer<Input>()
+    defer { withExtendedLifetime(dropped) {} }
     let downstream = state.withLock { state -> Downstream? in
       guard !state.terminal, state.completion == nil, state.subscribed else { return nil }
-      state.values.removeAll()
+      swap(&dropped, &state.values)
       state.upstream = nil
       state.completion = completion
       guard !state.delivering else { return nil }
@@ -268,11 +273,14 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func cancel() {
+    // The values kept are released after unlocking: a `deinit` may send here.
+    var dropped = RingBuffer<Input>()
     let (upstream, released) = state.withLock { state -> ((any Subscription)?, Downstream?) in
       state.terminal = true
-      state.values.removeAll()
+      swap(&dropped, &state.values)
       return (state.upstream.take(), state.downstream.take())
     }
+    withExtendedLifetime(dropped) {}
     upstream.cancelIfPresent()
     withExtendedLifetime(released) {}
   }
@@ -282,13 +290,14 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   @inlinable
   func drain() -> (Int, (any Subscription)?) {
     while true {
+      var dropped = RingBuffer<Input>()  // released after unlocking
       let step = state.withLock { state -> Step in
         guard !state.terminal, let downstream = state.downstream else {
           state.delivering = false
           return .stop(refill: 0, upstream: nil)
         }
         if case .failure = state.completion, state.values.isEmpty || state.demand == 0 {
-          state.values.removeAll()
+          swap(&dropped, &state.values)
           state.terminal = true
           state.delivering = false
           state.downstream = nil
@@ -311,6 +320,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
         defer { state.refill = 0 }
         return .stop(refill: state.refill, upstream: state.upstream)
       }
+      withExtendedLifetime(dropped) {}
       switch step {
       case .deliver(let value, let downstream):
         let more = downstream.receive(value)

@@ -109,6 +109,17 @@ where Downstream.Input == [Input] {
     @usableFromInline
     var timer: (any Cancellable)?
 
+    /// Takes everything collected and ready, to release after unlocking (a value's `deinit`
+    /// may send here).
+    @inlinable
+    mutating func takeAll() -> ([Input], [[Input]]) {
+      defer {
+        collected = []
+        ready = []
+      }
+      return (collected, ready)
+    }
+
     /// Moves what was collected to `ready`.
     @inlinable
     mutating func cut() {
@@ -209,15 +220,16 @@ where Downstream.Input == [Input] {
       timer?.cancel()
       publish()
     case .failure:
+      var dropped: ([Input], [[Input]])?
       let timer = state.withLock { state -> (any Cancellable)?? in
         guard !state.terminal, !state.finishing, state.subscribed else { return nil }
         state.terminal = true
         state.upstream = nil
-        state.collected = []
-        state.ready = []
+        dropped = state.takeAll()
         defer { state.timer = nil }
         return .some(state.timer)
       }
+      withExtendedLifetime(dropped) {}
       guard case .some(let timer) = timer else { return }
       timer?.cancel()
       delivery.send(.completion(completion))
@@ -283,12 +295,13 @@ where Downstream.Input == [Input] {
 
   @inlinable
   func cancel() {
+    var dropped: ([Input], [[Input]])?
     let (upstream, timer) = state.withLock { state -> ((any Subscription)?, (any Cancellable)?) in
       state.terminal = true
-      state.collected = []
-      state.ready = []
+      dropped = state.takeAll()
       return (state.upstream.take(), state.timer.take())
     }
+    withExtendedLifetime(dropped) {}
     timer?.cancel()
     upstream.cancelIfPresent()
     delivery.end()

@@ -134,17 +134,18 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
       return token
     }
 
-    /// Ends the subscription: the upstream (if subscribed), the timer to cancel and the reference
-    /// the armed timer's token held (released after unlocking).
+    /// Ends the subscription: the upstream (if subscribed), the timer to cancel, the reference
+    /// the armed timer's token held and the value pending (released after unlocking: its
+    /// `deinit` may send into the upstream).
     @inlinable
     mutating func terminate() -> (
-      upstream: (any Subscription)?, timer: (any Cancellable)?, owner: AnyObject?
+      upstream: (any Subscription)?, timer: (any Cancellable)?, owner: AnyObject?,
+      pending: Input?
     ) {
       phase = .terminal
-      pending = nil
       deadline = nil
       armedFor = nil
-      return (upstream.take(), timer.take(), armed.take()?.take())
+      return (upstream.take(), timer.take(), armed.take()?.take(), pending.take())
     }
   }
 
@@ -203,12 +204,16 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
     guard state.withLock({ state in if case .subscribed = state.phase { true } else { false } })
     else { return .none }
     let due = scheduler.now.advanced(by: dueTime)
+    // The value `input` replaces is released after unlocking (its `deinit` may send here).
+    var replaced: Input?
     let token = state.withLock { state -> Token? in
       guard case .subscribed = state.phase else { return nil }
+      replaced = state.pending.take()
       state.pending = input
       state.deadline = due
       return state.armed == nil ? state.arm(for: due, of: self) : nil
     }
+    withExtendedLifetime(replaced) {}
     if let token { start(token, at: due) }
     return .none
   }
@@ -262,13 +267,14 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
-    let (live, timer, owner) = state.withLock {
-      state -> (Bool, (any Cancellable)?, AnyObject?) in
-      guard case .subscribed = state.phase else { return (false, nil, nil) }
-      let (_, timer, owner) = state.terminate()
-      return (true, timer, owner)
+    var released: (upstream: (any Subscription)?, owner: AnyObject?, pending: Input?)
+    let (live, timer) = state.withLock { state -> (Bool, (any Cancellable)?) in
+      guard case .subscribed = state.phase else { return (false, nil) }
+      let (upstream, timer, owner, pending) = state.terminate()
+      released = (upstream, owner, pending)
+      return (true, timer)
     }
-    withExtendedLifetime(owner) {}
+    withExtendedLifetime(released) {}
     timer?.cancel()
     guard live else { return }
     // As Combine, the completion's action is scheduled without the operator's options.
@@ -286,8 +292,8 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func cancel() {
-    let (upstream, timer, owner) = state.withLock { $0.terminate() }
-    withExtendedLifetime(owner) {}
+    let (upstream, timer, owner, pending) = state.withLock { $0.terminate() }
+    withExtendedLifetime((owner, pending)) {}
     timer?.cancel()
     upstream?.cancel()
     delivery.end()

@@ -162,11 +162,17 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
   func receive(_ input: Input) -> Subscribers.Demand {
     // Most values of a burst find an emission already scheduled: they take the lock once. The
     // clock (not read under the lock) is read for every value while live, as Combine does.
+    // A value replaced is released after unlocking (its `deinit` may send here).
+    var replaced: Input?
+    defer { withExtendedLifetime(replaced) {} }
     let arrival = state.withLock { state -> Arrival in
       guard state.live, state.pendingCompletion == nil else { return .dropped }
       guard state.demand > 0 else { return .kept }
       if state.scheduled {
-        if latest { state.pendingValue = input }
+        if latest {
+          replaced = state.pendingValue.take()
+          state.pendingValue = input
+        }
         return .kept
       }
       return .startsInterval
@@ -182,6 +188,7 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
         return nil
       }
       if state.demand != .unlimited { state.demand -= 1 }
+      replaced = state.pendingValue.take()
       state.pendingValue = input
       guard let last = state.lastEmission else { return .some(nil) }
       let earliest = last.advanced(by: interval)
@@ -197,13 +204,15 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func receive(completion: Subscribers.Completion<Failure>) {
+    var released: (any Subscription)?
     let schedules = state.withLock { state -> Bool? in
       guard state.live, state.pendingCompletion == nil else { return nil }
       state.live = false
-      state.upstream = nil
+      released = state.upstream.take()
       defer { state.pendingCompletion = completion }
       return !state.scheduled
     }
+    withExtendedLifetime(released) {}
     guard let schedules else { return }
     _ = scheduler.now
     if schedules { scheduler.schedule { [weak self] in self?.emit() } }
@@ -249,14 +258,14 @@ where Upstream.Output == Downstream.Input, Upstream.Failure == Downstream.Failur
 
   @inlinable
   func cancel() {
-    let upstream = state.withLock { state -> (any Subscription)? in
+    // The pending value is released after unlocking (its `deinit` may send here).
+    let (upstream, pending) = state.withLock { state -> ((any Subscription)?, Input?) in
       state.terminal = true
       state.live = false
-      state.pendingValue = nil
       state.pendingCompletion = nil
-      defer { state.upstream = nil }
-      return state.upstream
+      return (state.upstream.take(), state.pendingValue.take())
     }
+    withExtendedLifetime(pending) {}
     upstream?.cancel()
     delivery.end()
   }

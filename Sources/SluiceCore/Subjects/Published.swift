@@ -121,10 +121,16 @@ final class PublishedStorage<Value>: PublishedStorageProtocol, @unchecked Sendab
   var value: Value { state.withLock { $0.value } }
 
   /// `objectWillChange` first, then the new value to `$property`'s subscribers, then the store.
+  /// The value replaced is released after unlocking: its `deinit` may use the object (send
+  /// `objectWillChange`, read the property).
   func set(_ newValue: Value) {
     state.withLock { $0.objectWillChange }?.send()
     subject.send(newValue)
-    state.withLock { $0.value = newValue }
+    let replaced = state.withLock { state in
+      defer { state.value = newValue }
+      return state.value
+    }
+    withExtendedLifetime(replaced) {}
   }
 
   func keep(_ assignment: AnyCancellable) {

@@ -203,9 +203,8 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     case .wait(let waiter):
       guard !context.mustNotBlock else {
         // Inside a delivery (or coming back to deferred waiters): never block (turns that
-        // feed each other would deadlock). The
-        // value stays queued with its waiter; this thread comes back to it when its outermost
-        // turn ends.
+        // feed each other would deadlock). The value stays queued with its waiter; this
+        // thread comes back to it when its outermost turn ends.
         context.deferTurn(waiter) { [self] in takeGrantedTurn(value, to: conduits, context) }
         return
       }
