@@ -10,11 +10,12 @@ import Testing
 /// thread delivers what others hand over (`merge`, `zip`, `combineLatest`, `flatMap`,
 /// `share`, `receive(on:)`, `CurrentValueSubject.value`), with feedback. Every call returns and
 /// every value arrives once. Each test runs in a process of its own with a deadline.
-@Suite("Liveness: values whose deinit sends, through operators, from several threads")
+@Suite(
+  "Liveness: values whose deinit sends, through operators, from several threads", .serialized)
 struct DeinitSendsThroughOperatorsTests {
   typealias Echo = ResumingDeferredTests.Echo
   static let senders = 4
-  static let perSender = 2_000
+  static let perSender = max(250, stressScaled(2_000))
   static let generations = 3
 
   static func fail(_ message: String) -> Never {

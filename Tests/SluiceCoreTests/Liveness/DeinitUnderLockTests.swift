@@ -10,7 +10,8 @@ import Testing
 /// lock: a `deinit` that sends into the operator's upstream, reads the property it was stored
 /// in, or touches `objectWillChange`, re-enters that lock (`Mutex` is not recursive: a trap).
 /// Each test runs in a process of its own, with a deadline against a hang.
-@Suite("Liveness: values whose deinit calls back, released under an operator's lock")
+@Suite(
+  "Liveness: values whose deinit calls back, released under an operator's lock", .serialized)
 struct DeinitUnderLockTests {
   /// A resource whose `deinit` runs `onClose` (sends a "closed" event, reads its owner, …).
   final class Resource: @unchecked Sendable {

@@ -18,8 +18,9 @@ import Testing
 /// cores busy, or a trap on a deferred waiter signalled unresolved).
 ///
 /// Each test runs in a process of its own (a trap must fail the test, not end the suite) with
-/// a deadline against a hang.
-@Suite("Liveness: values whose deinit sends, released where a thread must not block")
+/// a deadline against a hang, one at a time (`.serialized`: many such processes at once, under
+/// a sanitizer, starved the rest of the suite on two cores).
+@Suite("Liveness: values whose deinit sends, released where a thread must not block", .serialized)
 struct ResumingDeferredTests {
   /// A value whose `deinit` sends the next generation (up to `last`) with `send`.
   final class Echo: Sendable {
@@ -39,7 +40,7 @@ struct ResumingDeferredTests {
   }
 
   static let senders = 8
-  static let perSender = max(2_000, stressScaled(20_000))
+  static let perSender = max(500, stressScaled(20_000))
   static let generations = 3
 
   /// Runs `body` on `threads` threads of their own; exits the process with 3 if one of them
