@@ -146,9 +146,13 @@ struct DeinitUnderLockTests {
       Self.withDeadline {
         let events = PassthroughSubject<Event, Never>()
         let idle = Idle<Event>()
-        events.buffer(size: 1, prefetch: .keepFull, whenFull: .dropOldest).subscribe(idle)
+        // `.byRequest`: the buffer asks for `.unlimited`, so the second value arrives (with
+        // `.keepFull` it was never asked for: the resource stayed buffered, its closure
+        // keeping `idle` and so the subscription, a cycle LeakSanitizer reported).
+        events.buffer(size: 1, prefetch: .byRequest, whenFull: .dropOldest).subscribe(idle)
         events.send(.opened(Resource { idle.cancel() }))
         events.send(.closed)  // drops the resource
+        idle.cancel()
       }
     }
   }

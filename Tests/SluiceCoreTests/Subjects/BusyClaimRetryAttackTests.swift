@@ -369,11 +369,14 @@ struct BusyClaimRetryAttackTests {
 
   /// A subscriber that keeps its subscription and cancels it from inside `receive`.
   final class SelfCancelling: Subscriber, @unchecked Sendable {
-    // Safety: `subscription` is set before the first delivery and read only by deliveries to
-    // this subscriber, which are serial; the counters are atomic.
+    // Safety: `subscription` is in a lock; the counters are atomic.
     typealias Input = Int
     typealias Failure = Never
-    var subscription: (any Subscription)?
+    let storedSubscription = Lock<(any Subscription)?>(nil)
+    var subscription: (any Subscription)? {
+      get { storedSubscription.withLock { $0 } }
+      set { storedSubscription.withLock { $0 = newValue } }
+    }
     let after: Int
     let received = Atomic<Int>(0)
     let cancelled = Atomic<Bool>(false)
@@ -396,6 +399,10 @@ struct BusyClaimRetryAttackTests {
       return .none
     }
     func receive(completion: Subscribers.Completion<Never>) {}
+    /// Cancels the subscription if the subscriber has not cancelled it itself (it attached
+    /// too late to receive its values before the senders stopped): an attached subscription
+    /// keeps the subject, and the subject it (LeakSanitizer).
+    func cancelIfAttached() { storedSubscription.withLock { $0.take() }?.cancel() }
   }
 
   /// Eight threads send without pause; a ninth attaches subscribers that cancel themselves from
@@ -432,7 +439,7 @@ struct BusyClaimRetryAttackTests {
         cancels.add(1, ordering: .sequentiallyConsistent)
       }
       stop.store(true, ordering: .relaxed)
-      withExtendedLifetime(selfCancelling) {}
+      for subscriber in selfCancelling { subscriber.cancelIfAttached() }
     }
     #expect(returned, "every thread returned")
     #expect(afterSelfCancel.value.load(ordering: .relaxed) == 0, "received after cancelling itself")
