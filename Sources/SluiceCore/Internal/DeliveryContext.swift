@@ -211,7 +211,8 @@ struct DeliveryContext {
   @inlinable var allowance: Int { state.pointee.allowance }
 
   /// Keeps `waiter` (queued from inside a delivery, or while coming back to deferred waiters:
-  /// see ``mustNotBlock``) until the thread's outermost turn ends; `resume` runs if the waiter is granted the turn.
+  /// see ``mustNotBlock``) until the thread's outermost turn ends; `resume` runs if the waiter
+  /// is granted the turn.
   @usableFromInline
   func deferTurn(_ waiter: TurnWaiter, resume: @escaping () -> Void) {
     state.pointee.deferred.append(DeferredTurn(waiter: waiter, resume: resume))
