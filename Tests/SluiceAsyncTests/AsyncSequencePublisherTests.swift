@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import SluiceAsync
 import SluiceTestSupport
 import SluiceTesting
@@ -130,6 +131,36 @@ struct AsyncSequencePublisherTests {
     #expect(recorder.completion == nil, "nothing after cancel()")
   }
 
+  @Test(
+    "cancel before the pool runs the task: the sequence is released at once",
+    .onThreadsOfTheirOwn)
+  func cancelBeforeTheTaskRuns() async {
+    // Every cooperative-pool thread of the task's priority is held (briefly) by a task that
+    // waits for the check, so the subscription's task cannot have begun: whatever the sequence
+    // holds (an `AsyncStream` iterator whose upstream a dropped stream cancels) must go with the
+    // cancel, not when a busy pool gets round to the task.
+    let held = await PoolHolder.holdEveryThread(priority: .medium)
+    final class Resource: Sendable {}
+    weak var weakResource: Resource?
+    let recorder = RecordingSubscriber<Int, Never>()
+    func subscribe() {
+      let resource = Resource()
+      weakResource = resource
+      let sequence = AsyncStream<Int> { continuation in
+        continuation.onTermination = { _ in withExtendedLifetime(resource) {} }
+      }
+      sequence.publisher(priority: .medium).subscribe(recorder)
+    }
+    subscribe()
+    let subscribed = weakResource != nil
+    recorder.cancel()
+    let released = weakResource == nil
+    held.release()
+    #expect(subscribed, "the release check would pass vacuously")
+    #expect(released, "the body (and the sequence it holds) was kept by a task not yet run")
+    #expect(await eventually { weakResource == nil })
+  }
+
   @Test("concurrent request() from many threads: exact demand, serial signals")
   func concurrentRequests() async {
     let checker = RuleChecker()
@@ -176,4 +207,35 @@ struct WaitsForCancellation: AsyncSequence, Sendable {
   }
 
   func makeAsyncIterator() -> AsyncIterator { AsyncIterator(events: events) }
+}
+
+/// Holds every cooperative-pool thread of one priority with a task that blocks until
+/// ``release()``: for the few microseconds of a check that no new task of that priority can
+/// begin meanwhile. The pool has one thread per core.
+final class PoolHolder: Sendable {
+  private let running = Atomic<Int>(0)
+  private let gate = DispatchSemaphore(value: 0)
+  private let count = ProcessInfo.processInfo.activeProcessorCount
+
+  /// Returns once every thread of the pool is held.
+  static func holdEveryThread(priority: TaskPriority) async -> PoolHolder {
+    let holder = PoolHolder()
+    for _ in 0..<holder.count {
+      Task(priority: priority) { holder.hold() }
+    }
+    await onThreadOfItsOwn {
+      while holder.running.load(ordering: .acquiring) < holder.count { usleep(100) }
+    }
+    return holder
+  }
+
+  private func hold() {
+    running.add(1, ordering: .releasing)
+    gate.wait()
+  }
+
+  /// Lets every held thread go.
+  func release() {
+    for _ in 0..<count { gate.signal() }
+  }
 }

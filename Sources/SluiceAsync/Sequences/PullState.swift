@@ -4,29 +4,37 @@
 /// States: `idle` (no task yet) → `running` (the task pulls; parked while demand is zero) →
 /// `terminal` (finished, failed or cancelled; releases the subscriber).
 ///
+/// The task's body (which holds the sequence or the producer's closure) waits here until the
+/// task runs and takes it: a subscription cancelled before its task ran releases the body at
+/// once, with whatever it holds (an `AsyncStream` whose iterator cancels its own upstream when
+/// dropped), instead of when a cooperative pool kept busy gets round to the task.
+///
 /// Transitions (event → change, action performed after unlocking):
 /// | event | idle | running | terminal |
 /// |---|---|---|---|
 /// | `requested(n)` | demand +n; start the task | demand +n; unpark the task (taking 1) | ignore |
 /// | `taskStarted(t)` | — | remember `t` | cancel `t` |
+/// | `taskRuns` (task) | — | hand over the body | `nil`: the task ends at once |
 /// | `nextPull` (task) | — | demand > 0: take 1, pull; else park | stop |
 /// | `parking(k)` (task) | — | demand > 0: take 1, resume `k`; else park `k` | resume `k` with stop |
 /// | `willDeliver` (task) | — | the subscriber | `nil`: drop the value |
 /// | `returned(n)` (task) | — | demand +n | ignore |
 /// | `finishing` (task) | — | terminal; the subscriber to complete | `nil` |
-/// | `cancelled` | terminal | terminal; cancel the task, resume a parked one with stop | nothing |
+/// | `cancelled` | terminal | terminal; cancel the task, resume a parked one with stop, release a body not yet taken | nothing |
 @usableFromInline
-struct PullState<Downstream> {
+struct PullState<Downstream, Body> {
   @usableFromInline typealias Parked = UnsafeContinuation<Bool, Never>
 
   @usableFromInline var downstream: Downstream?
+  @usableFromInline var body: Body?
   @usableFromInline var demand = Subscribers.Demand.none
   @usableFromInline var started = false
   @usableFromInline var task: Task<Void, Never>?
   @usableFromInline var parked: Parked?
 
-  @inlinable init(downstream: Downstream) {
+  @inlinable init(downstream: Downstream, body: Body) {
     self.downstream = downstream
+    self.body = body
   }
 
   @usableFromInline enum RequestAction {
@@ -55,6 +63,12 @@ struct PullState<Downstream> {
     guard downstream != nil else { return task }
     self.task = task
     return nil
+  }
+
+  /// The task, as it begins to run, takes the body: `nil` if cancelled meanwhile.
+  @inlinable mutating func taskRuns() -> Body? {
+    defer { body = nil }
+    return downstream == nil ? nil : body
   }
 
   @usableFromInline enum PullDecision {
@@ -102,12 +116,13 @@ struct PullState<Downstream> {
 
   /// Terminal; what to cancel and resume after unlocking. Idempotent.
   @inlinable mutating func cancelled() -> (
-    downstream: Downstream?, task: Task<Void, Never>?, parked: Parked?
+    downstream: Downstream?, task: Task<Void, Never>?, parked: Parked?, body: Body?
   ) {
-    let released = (downstream, task, parked)
+    let released = (downstream, task, parked, body)
     downstream = nil
     task = nil
     parked = nil
+    body = nil
     return released
   }
 }

@@ -5,6 +5,10 @@ protocol ValueFeed<Output, Failure>: Sendable {
   associatedtype Output
   associatedtype Failure: Error
 
+  /// The task's whole work: runs the body, unless the subscription was cancelled before the
+  /// task began (then the body was already released).
+  @inlinable func run() async
+
   /// Takes one unit of demand, suspending (parked, not spinning) while there is none.
   /// `false` once the subscription is cancelled: the task should stop.
   @inlinable func reserve() async -> Bool
@@ -40,7 +44,9 @@ extension ValueFeed {
 /// unit of demand before each value and parks on a continuation at zero demand; demand returned
 /// from `receive(_:)` counts. `request(.none)` traps. **Ordering**: every signal comes from the
 /// one task, so they are serial. **Cancellation**: `cancel()` cancels the task, unparks it and
-/// releases the subscriber at once; nothing is delivered afterwards. See ``PullState``.
+/// releases the subscriber at once, and the body too if the task has not begun to run it (a
+/// task the pool has not run yet holds no sequence or closure); nothing is delivered
+/// afterwards. See ``PullState``.
 @usableFromInline
 final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueFeed,
   CustomStringConvertible, @unchecked Sendable
@@ -51,9 +57,8 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
   @usableFromInline typealias Failure = Downstream.Failure
   @usableFromInline typealias Body = @Sendable (any ValueFeed<Output, Failure>) async -> Void
 
-  @usableFromInline let state: Lock<PullState<Downstream>>
+  @usableFromInline let state: Lock<PullState<Downstream, Body>>
   @usableFromInline let priority: TaskPriority?
-  @usableFromInline let body: Body
   @usableFromInline let description: String
 
   @inlinable init(
@@ -61,12 +66,11 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
   ) {
     self.description = description
     self.priority = priority
-    self.body = body
     specializedRequest = { $0.requestSpecialized($1) }
     specializedReserve = { await $0.reserveSpecialized() }
     specializedReserveNow = { $0.reserveNowSpecialized() }
     specializedDeliver = { $0.deliverSpecialized($1) }
-    state = Lock(PullState(downstream: downstream))
+    state = Lock(PullState(downstream: downstream, body: body))
   }
 
   /// Hands `downstream` a new task-driven subscription whose task runs `body`.
@@ -98,7 +102,7 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
     switch state.withLock({ $0.requested(demand) }) {
     case .start:
       let feed: any ValueFeed<Output, Failure> = self  // erases `Downstream` for the task
-      let task = Task(priority: priority) { [body] in await body(feed) }
+      let task = Task(priority: priority) { await feed.run() }
       state.withLock { $0.taskStarted(task) }?.cancel()
     case .resume(let parked):
       parked.resume(returning: true)
@@ -108,13 +112,19 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
   }
 
   @inlinable func cancel() {
-    let (downstream, task, parked) = state.withLock { $0.cancelled() }
+    let (downstream, task, parked, body) = state.withLock { $0.cancelled() }
     task?.cancel()
     parked?.resume(returning: false)
-    withExtendedLifetime(downstream) {}
+    withExtendedLifetime((downstream, body)) {}
   }
 
   // MARK: ValueFeed
+
+  @inlinable func run() async {
+    // The body waits in the state until now: a cancel before this released it at once.
+    guard let body = state.withLock({ $0.taskRuns() }) else { return }
+    await body(self)
+  }
 
   @inlinable func reserve() async -> Bool {
     await specializedReserve(self)
