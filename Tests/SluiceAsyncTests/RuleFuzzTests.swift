@@ -165,15 +165,16 @@ struct RuleFuzzTests {
   @Test("bridges driven by tasks keep every rule, end their upstream and let go of the subscriber")
   func bridges() async {
     // A task notices a cancel asynchronously: the end checks wait for it, up to the grace
-    // period, which is long because other tests may keep the cooperative pool's threads busy
-    // for a while (a bridge that passes waits only as long as its task takes). Fewer seeds
-    // than the synchronous operators: each script waits for tasks.
+    // period, which is a hang net as long as the other liveness tests' (600 s) because other
+    // tests may keep the cooperative pool's threads busy for minutes under the thread
+    // sanitizer (a bridge that passes waits only as long as its task takes). Fewer seeds than
+    // the synchronous operators: each script waits for tasks.
     func fuzzBridge<P: Publisher & SendableMetatype>(
       _ name: String, sourceLocation: SourceLocation = #_sourceLocation,
       _ make: @escaping @Sendable (FuzzUpstream) -> P
     ) async {
       var fuzzer = RuleFuzzer(seeds: 0..<max(1, fuzzSeeds / 4), maxThreads: 4)
-      fuzzer.gracePeriod = .seconds(120)
+      fuzzer.gracePeriod = .seconds(600)
       let report = await onThreadOfItsOwn { [fuzzer] in fuzzer.check(make) }
       #expect(report.failure == nil, "\(name): \(report)", sourceLocation: sourceLocation)
     }
@@ -204,7 +205,7 @@ struct RuleFuzzTests {
     await fuzzBridge("asyncFilter") { $0.asyncFilter { $0.isMultiple(of: 2) } }
     // asyncMap's closure is released once the subscription ends and its tasks are done.
     var releasing = RuleFuzzer(seeds: 0..<max(1, fuzzSeeds / 4), maxThreads: 4)
-    releasing.gracePeriod = .seconds(120)
+    releasing.gracePeriod = .seconds(600)
     let report = await onThreadOfItsOwn { [releasing] in
       releasing.check { upstream, token in
         upstream.asyncMap(maxConcurrent: 2) { token.touch($0) }
