@@ -23,7 +23,7 @@ import SluiceCore
 /// | upstream finished | remember it; drain | remember it | drop |
 /// | upstream failed | terminal; cancel the tasks; fail (the deliverer fails, if one is delivering) | same | drop |
 /// | `request(n)` | demand +n; drain; top up the upstream | demand +n | ignore |
-/// | `cancel()` | terminal; cancel the tasks and the upstream; release the downstream | same | nothing |
+/// | `cancel()` | terminal; cancel the tasks and the upstream; release the downstream and the waiting results (after unlocking) | same | nothing |
 final class AsyncStepSubscription<Input, Downstream: Subscriber>: Subscriber, Subscription,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
   @unchecked Sendable
@@ -65,21 +65,37 @@ final class AsyncStepSubscription<Input, Downstream: Subscriber>: Subscriber, Su
       return more
     }
 
-    /// Ends the subscription; what it held is handed back to be released after unlocking.
-    mutating func end() -> (upstream: (any Subscription)?, tasks: [Task<Void, Never>]) {
+    /// Ends the subscription; what it held is handed back to be released after unlocking (a
+    /// result waiting for demand is a value whose `deinit` may call back into this
+    /// subscription: cancel it again, request).
+    mutating func end() -> Ended {
       terminal = true
       defer {
         upstream = nil
         tasks = [:]
         results = [:]
       }
-      return (upstream, Array(tasks.values))
+      return Ended(upstream: upstream, tasks: Array(tasks.values), results: results)
+    }
+  }
+
+  /// What an ended subscription held: the upstream and the tasks to cancel, and the results
+  /// that were waiting, to release after unlocking.
+  struct Ended {
+    let upstream: (any Subscription)?
+    let tasks: [Task<Void, Never>]
+    let results: [Int: Result<Output?, Failure>]
+
+    /// Cancels the tasks and the upstream.
+    func cancelAll() {
+      for task in tasks { task.cancel() }
+      upstream?.cancel()
     }
   }
 
   enum Next {
     case deliver(Output, Downstream)
-    case fail(Failure, Downstream, [Task<Void, Never>], (any Subscription)?)
+    case fail(Failure, Downstream, Ended)
     case finish(Downstream)
     case idle(topUp: Int, upstream: (any Subscription)?)
   }
@@ -165,20 +181,19 @@ final class AsyncStepSubscription<Input, Downstream: Subscriber>: Subscriber, Su
       }
       if drains { drain() }
     case .failure(let failure):
-      let failing = state.withLock {
-        state -> (Downstream, [Task<Void, Never>])? in
+      let failing = state.withLock { state -> (Downstream, Ended)? in
         guard !state.terminal, let downstream = state.downstream else { return nil }
         state.upstream = nil
         if state.delivering {
           state.pendingFailure = failure
           return nil
         }
-        let (_, tasks) = state.end()
+        let ended = state.end()
         state.downstream = nil
-        return (downstream, tasks)
+        return (downstream, ended)
       }
-      guard let (downstream, tasks) = failing else { return }
-      for task in tasks { task.cancel() }
+      guard let (downstream, ended) = failing else { return }
+      ended.cancelAll()
       downstream.receive(completion: .failure(failure))
     }
   }
@@ -214,15 +229,13 @@ final class AsyncStepSubscription<Input, Downstream: Subscriber>: Subscriber, Su
   }
 
   func cancel() {
-    let (ended, downstream) = state.withLock {
-      state -> ((upstream: (any Subscription)?, tasks: [Task<Void, Never>])?, Downstream?) in
+    let (ended, downstream) = state.withLock { state -> (Ended?, Downstream?) in
       guard !state.terminal else { return (nil, nil) }
       defer { state.downstream = nil }
       return (state.end(), state.downstream)
     }
     guard let ended else { return }
-    for task in ended.tasks { task.cancel() }
-    ended.upstream?.cancel()
+    ended.cancelAll()
     withExtendedLifetime(downstream) {}
   }
 
@@ -244,9 +257,9 @@ final class AsyncStepSubscription<Input, Downstream: Subscriber>: Subscriber, Su
       }
       let next = state.withLock { state -> Next in
         if let failure = state.pendingFailure, let downstream = state.downstream {
-          let (upstream, tasks) = state.end()
+          let ended = state.end()
           state.downstream = nil
-          return .fail(failure, downstream, tasks, upstream)
+          return .fail(failure, downstream, ended)
         }
         scan: while !state.terminal, let downstream = state.downstream,
           let result = state.results[state.nextToDeliver]
@@ -262,9 +275,9 @@ final class AsyncStepSubscription<Input, Downstream: Subscriber>: Subscriber, Su
             if state.demand != .unlimited { state.demand -= 1 }
             return .deliver(value, downstream)
           case .failure(let failure):
-            let (upstream, tasks) = state.end()
+            let ended = state.end()
             state.downstream = nil
-            return .fail(failure, downstream, tasks, upstream)
+            return .fail(failure, downstream, ended)
           }
         }
         if !state.terminal, state.upstreamFinished, state.inFlight == 0,
@@ -282,9 +295,8 @@ final class AsyncStepSubscription<Input, Downstream: Subscriber>: Subscriber, Su
         delivered += 1
         let more = downstream.receive(value)
         if more > 0 { state.withLock { $0.demand += more } }
-      case .fail(let failure, let downstream, let tasks, let upstream):
-        for task in tasks { task.cancel() }
-        upstream?.cancel()
+      case .fail(let failure, let downstream, let ended):
+        ended.cancelAll()
         downstream.receive(completion: .failure(failure))
         return
       case .finish(let downstream):

@@ -38,6 +38,9 @@ final class ValuesBridge<Output, Failure: Error>: Subscriber, Cancellable, Custo
     case .resume(let waiter, let value, let demand):
       waiter.resume(returning: UncheckedSendable(.value(value)))
       return demand
+    case .evicted(let value):
+      withExtendedLifetime(value) {}
+      return .none
     case .none:
       return .none
     }

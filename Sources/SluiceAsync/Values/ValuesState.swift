@@ -10,7 +10,7 @@
 /// | event | awaiting / subscribed | finished | terminal |
 /// |---|---|---|---|
 /// | `receivedSubscription(s)` | subscribed; request the policy's initial demand (demandOne: what waiters asked for meanwhile, summed) | cancel `s` | cancel `s` |
-/// | `receivedValue(v)` | to the oldest waiting consumer, else into the buffer by policy | ignore | ignore |
+/// | `receivedValue(v)` | to the oldest waiting consumer, else into the buffer by policy (an evicted oldest value is released after unlocking) | ignore | ignore |
 /// | `receivedCompletion(c)` | waiters: the first gets `c`, the others the end; terminal. None: finished | ignore | ignore |
 /// | `consumed` (fast path) | buffered value (maybe top up demand) | buffered value, else end, terminal | end |
 /// | `waiting(k)` | queue `k` behind earlier waiters (demandOne: request 1, or add 1 to the pending request) | as `consumed`, resuming `k` | resume `k` with end |
@@ -83,6 +83,9 @@ struct ValuesState<Output, Failure: Error> {
   @usableFromInline enum ValueAction {
     /// Resume the consumer; return `demand` from `receive(_:)`.
     case resume(Waiter, Output, demand: Subscribers.Demand)
+    /// The oldest buffered value made room (`bufferingNewest`): release it after unlocking (its
+    /// `deinit` may call back into the bridge, cancel it).
+    case evicted(Output)
     case none
   }
 
@@ -100,8 +103,9 @@ struct ValuesState<Output, Failure: Error> {
       buffer.append(value)
     case .newest(let limit):
       guard limit > 0 else { break }
-      if buffer.count == limit { _ = buffer.popFirst() }
+      let evicted = buffer.count == limit ? buffer.popFirst() : nil
       buffer.append(value)
+      if let evicted { return .evicted(evicted) }
     case .oldest(let limit):
       if buffer.count < limit { buffer.append(value) }
     }
