@@ -1,7 +1,8 @@
 public import Synchronization
 
-/// A finite, synchronous source of values for ``EmissionSubscription``: what `Just`,
-/// `Optional.Publisher`, `Result.Publisher`, `Publishers.Sequence` and `Record` have in common.
+/// A finite, synchronous source of values for ``EmissionSubscription``: what
+/// `Publishers.Sequence` and `Record` have in common (`Just`, `Optional.Publisher` and
+/// `Result.Publisher` have a ``SingleValueSubscription`` of their own).
 @usableFromInline
 protocol EmissionSource {
   associatedtype Output
@@ -19,9 +20,6 @@ protocol EmissionSource {
 
   /// The subscription's `description` once it has completed or been cancelled.
   static var finishedDescription: String { get }
-
-  /// Whether `request(.none)` traps, as it does in Combine for `Just`, `Optional` and `Result`.
-  static var rejectsZeroDemand: Bool { get }
 
   /// The subscription mirror's children, as Combine shows them for this source while it has
   /// values left (`finished` false) and once it has completed or been cancelled.
@@ -156,7 +154,6 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
   }
 
   @inlinable func requestSpecialized(_ demand: Subscribers.Demand) {
-    if Source.rejectsZeroDemand { demand.assertNonZero(for: Source.finishedDescription) }
     if withState({ $0.requested(demand) }) { drain() }
   }
 
@@ -255,32 +252,4 @@ extension EmissionSource {
       downstream.receive(completion: source.completion)
     }
   }
-}
-
-/// The `description` of a ``SingleValueSource``'s subscription.
-@usableFromInline
-protocol SingleValueLabel {
-  static var label: String { get }
-}
-
-/// Zero or one value, then `.finished`: `Just`, `Optional.Publisher`, `Result.Publisher`.
-/// `request(.none)` traps, as in Combine.
-@usableFromInline
-struct SingleValueSource<Output, Failure: Error, Label: SingleValueLabel>: EmissionSource {
-  @usableFromInline let value: Output?
-  @usableFromInline var delivered = false
-  @inlinable init(value: Output?) { self.value = value }
-  @inlinable mutating func next() -> Output? {
-    guard !delivered else { return nil }
-    delivered = true
-    return value
-  }
-  /// One unlabelled child, the value, as in Combine.
-  @usableFromInline func reflectedChildren(finished: Bool) -> [Mirror.Child] {
-    value.map { [(nil, $0)] } ?? []
-  }
-  @inlinable var completion: Subscribers.Completion<Failure> { .finished }
-  @usableFromInline var liveDescription: String { Label.label }
-  @usableFromInline static var finishedDescription: String { Label.label }
-  @inlinable static var rejectsZeroDemand: Bool { true }
 }

@@ -23,7 +23,7 @@ public struct Just<Output>: Publisher {
 
   @inlinable
   public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Never {
-    SingleValueSource<Output, Never, JustLabel>(value: output).subscribe(subscriber)
+    SingleValueSubscription<Output, JustLabel, S>.subscribe(subscriber, to: output)
   }
 }
 

@@ -21,7 +21,12 @@ extension Optional {
     @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Wrapped, S.Failure == Never {
-      SingleValueSource<Wrapped, Never, OptionalLabel>(value: output).subscribe(subscriber)
+      if let output {
+        SingleValueSubscription<Wrapped, OptionalLabel, S>.subscribe(subscriber, to: output)
+      } else {
+        subscriber.receive(subscription: Subscriptions.empty)
+        subscriber.receive(completion: .finished)
+      }
     }
   }
 

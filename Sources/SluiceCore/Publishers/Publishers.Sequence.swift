@@ -62,5 +62,4 @@ struct SequenceSource<Elements: Sequence, Failure: Error>: EmissionSource {
   @usableFromInline func reflectedChildren(finished: Bool) -> [Mirror.Child] {
     [("sequence", finished ? [Elements.Element]() as Any : sequence)]
   }
-  @inlinable static var rejectsZeroDemand: Bool { false }
 }

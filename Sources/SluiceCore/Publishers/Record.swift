@@ -132,5 +132,4 @@ struct RecordSource<Output, Failure: Error>: EmissionSource {
   @usableFromInline func reflectedChildren(finished: Bool) -> [Mirror.Child] {
     [("sequence", finished ? [] : output), ("completion", completion)]
   }
-  @usableFromInline static var rejectsZeroDemand: Bool { false }
 }

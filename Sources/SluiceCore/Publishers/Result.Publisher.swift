@@ -33,7 +33,7 @@ extension Result {
     where S.Input == Success, S.Failure == Failure {
       switch result {
       case .success(let value):
-        SingleValueSource<Success, Failure, OnceLabel>(value: value).subscribe(subscriber)
+        SingleValueSubscription<Success, OnceLabel, S>.subscribe(subscriber, to: value)
       case .failure(let error):
         subscriber.receive(subscription: Subscriptions.empty)
         subscriber.receive(completion: .failure(error))

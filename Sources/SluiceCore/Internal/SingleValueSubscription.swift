@@ -1,0 +1,107 @@
+public import Synchronization
+
+/// The `description` of a ``SingleValueSubscription``.
+@usableFromInline
+protocol SingleValueLabel {
+  static var label: String { get }
+}
+
+/// Delivers one value, then `.finished`: the subscription of `Just`, of `Optional.Publisher`
+/// with a value and of `Result.Publisher` with a success.
+///
+/// **Demand**: the first request of at least `.max(1)` delivers the value and, at once, the
+/// completion; `request(.none)` traps, as in Combine; later requests (from inside `receive`, or
+/// racing on other threads) do nothing. **Cancellation**: idempotent and thread-safe; before the
+/// first request it releases the subscriber at once and nothing is delivered; during the
+/// delivery (from inside `receive(_:)`, or from another thread) it suppresses the completion,
+/// so at most the value already decided on follows a concurrent `cancel()`.
+///
+/// States (one atomic word; whoever moves it out of `idle` owns `downstream`):
+/// | event | idle | delivering | delivering, cancelled | done |
+/// |---|---|---|---|---|
+/// | `request(n)` | delivering: deliver the value, then the completion unless cancelled meanwhile; done; release the subscriber | ignore | ignore | ignore |
+/// | `cancel()` | done; release the subscriber | delivering, cancelled | nothing | nothing |
+///
+/// Unlike the general ``EmissionSubscription`` it keeps only the value, the subscriber and the
+/// state word: a generic class's `deinit` is never specialised and looks up the metadata of each
+/// generic type its fields are made of, which was most of the cost of `Just(v).sink`.
+@usableFromInline
+final class SingleValueSubscription<Output, Label: SingleValueLabel, Downstream: Subscriber>:
+  Subscription, CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
+  @unchecked Sendable
+where Downstream.Input == Output {
+  // Safety: `downstream` is touched only by the thread whose compare-and-exchange moved `state`
+  // out of `idle` (or by `init`, before publication); `value` is immutable; `state` is atomic.
+  @usableFromInline let value: Output
+  @usableFromInline @exclusivity(unchecked) var downstream: Downstream?
+  @usableFromInline let state = Atomic<UInt8>(State.idle)
+  /// `request(_:)` as compiled where this subscription was created (specialised): subscribers
+  /// call `request` through `any Subscription`, whose generic implementation only forwards here.
+  @usableFromInline let specializedRequest: (SingleValueSubscription, Subscribers.Demand) -> Void
+
+  @usableFromInline enum State {
+    @usableFromInline static var idle: UInt8 { 0 }
+    @usableFromInline static var delivering: UInt8 { 1 }
+    @usableFromInline static var cancelledWhileDelivering: UInt8 { 2 }
+    @usableFromInline static var done: UInt8 { 3 }
+  }
+
+  @inlinable init(value: Output, downstream: Downstream) {
+    self.value = value
+    self.downstream = downstream
+    specializedRequest = { $0.requestSpecialized($1) }
+  }
+
+  /// Subscribes `downstream` to `value`.
+  @inlinable static func subscribe(_ downstream: Downstream, to value: Output) {
+    downstream.receive(subscription: SingleValueSubscription(value: value, downstream: downstream))
+  }
+
+  @inlinable func request(_ demand: Subscribers.Demand) {
+    specializedRequest(self, demand)
+  }
+
+  @inlinable func requestSpecialized(_ demand: Subscribers.Demand) {
+    demand.assertNonZero(for: Label.label)
+    guard
+      state.compareExchange(
+        expected: State.idle, desired: State.delivering, ordering: .acquiring
+      ).exchanged
+    else { return }
+    let downstream = self.downstream.take()
+    guard let downstream else { return }
+    _ = downstream.receive(value)
+    let (finishes, _) = state.compareExchange(
+      expected: State.delivering, desired: State.done, ordering: .acquiringAndReleasing)
+    if !finishes { state.store(State.done, ordering: .releasing) }
+    if finishes { downstream.receive(completion: .finished) }
+  }
+
+  @inlinable func cancel() {
+    var current = state.load(ordering: .relaxed)
+    while true {
+      let next: UInt8
+      switch current {
+      case State.idle: next = State.done
+      case State.delivering: next = State.cancelledWhileDelivering
+      default: return
+      }
+      let (exchanged, original) = state.compareExchange(
+        expected: current, desired: next, ordering: .acquiringAndReleasing)
+      if exchanged {
+        if current == State.idle { withExtendedLifetime(downstream.take()) {} }
+        return
+      }
+      current = original
+    }
+  }
+
+  @usableFromInline var description: String { Label.label }
+
+  /// One unlabelled child, the value, as in Combine.
+  @usableFromInline var customMirror: Mirror {
+    Mirror(self, children: [(nil, value)])
+  }
+
+  @usableFromInline var playgroundDescription: Any { description }
+}
