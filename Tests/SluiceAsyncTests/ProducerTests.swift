@@ -1,6 +1,9 @@
+import Dispatch
 import Foundation
 import SluiceAsync
+import SluiceTestSupport
 import SluiceTesting
+import Synchronization
 import Testing
 
 /// Suspends until the current task is cancelled.
@@ -56,6 +59,39 @@ struct AsyncFutureTests {
     #expect(await eventually { events.value == ["started", "cancelled"] })
     #expect(recorder.values.isEmpty && recorder.completion == nil, "nothing after cancel()")
     #expect(checker.violations.isEmpty)
+  }
+
+  @Test("a request inside receive(subscription:) starts the task once that call returns")
+  func requestInsideReceiveSubscription() async {
+    // A subscriber that asks for values and then goes on working in receive(subscription:)
+    // (storing the subscription, logging): the task's value and completion must not overlap
+    // that call, as no signal may overlap another.
+    let checker = RuleChecker()
+    let ran = Atomic<Bool>(false)
+    let ranDuringTheCall = Atomic<Bool>(false)
+    let completed = await onThreadOfItsOwn { () -> Bool in
+      let done = DispatchSemaphore(value: 0)
+      AsyncFuture<Int, Never> {
+        ran.store(true, ordering: .releasing)
+        return 1
+      }.checkingRules(checker).subscribe(
+        AnySubscriber(
+          receiveSubscription: { subscription in
+            subscription.request(.unlimited)
+            // Long enough for an idle pool to run a task that had started.
+            let deadline = ContinuousClock.now + .milliseconds(200)
+            while ContinuousClock.now < deadline {
+              if ran.load(ordering: .acquiring) { ranDuringTheCall.store(true, ordering: .relaxed) }
+              usleep(1_000)
+            }
+          },
+          receiveValue: { _ in .none }, receiveCompletion: { _ in done.signal() }))
+      return done.wait(timeout: .now() + 600) == .success
+    }
+    #expect(completed)
+    let overlapped = ranDuringTheCall.load(ordering: .relaxed)
+    #expect(!overlapped, "the task ran inside the call")
+    #expect(checker.violations.isEmpty, "\(checker.violations)")
   }
 
   @Test func awaitingAnAsyncFuture() async throws {

@@ -1,8 +1,10 @@
 /// The state of a subscription whose values a `Task` pulls from an async source, as a pure
 /// state machine shared by ``AsyncSequencePublisher`` and the async producers.
 ///
-/// States: `idle` (no task yet) → `running` (the task pulls; parked while demand is zero) →
-/// `terminal` (finished, failed or cancelled; releases the subscriber).
+/// States: `attaching` (inside the subscriber's `receive(subscription:)`: demand is counted, no
+/// task starts, so that no signal overlaps that call) → `idle` (no task yet) → `running` (the
+/// task pulls; parked while demand is zero) → `terminal` (finished, failed or cancelled;
+/// releases the subscriber).
 ///
 /// The task's body (which holds the sequence or the producer's closure) waits here until the
 /// task runs and takes it: a subscription cancelled before its task ran releases the body at
@@ -10,17 +12,18 @@
 /// dropped), instead of when a cooperative pool kept busy gets round to the task.
 ///
 /// Transitions (event → change, action performed after unlocking):
-/// | event | idle | running | terminal |
-/// |---|---|---|---|
-/// | `requested(n)` | demand +n; start the task | demand +n; unpark the task (taking 1) | ignore |
-/// | `taskStarted(t)` | — | remember `t` | cancel `t` |
-/// | `taskRuns` (task) | — | hand over the body | `nil`: the task ends at once |
-/// | `nextPull` (task) | — | demand > 0: take 1, pull; else park | stop |
-/// | `parking(k)` (task) | — | demand > 0: take 1, resume `k`; else park `k` | resume `k` with stop |
-/// | `willDeliver` (task) | — | the subscriber | `nil`: drop the value |
-/// | `returned(n)` (task) | — | demand +n | ignore |
-/// | `finishing` (task) | — | terminal; the subscriber to complete | `nil` |
-/// | `cancelled` | terminal | terminal; cancel the task, resume a parked one with stop, release a body not yet taken | nothing |
+/// | event | attaching | idle | running | terminal |
+/// |---|---|---|---|---|
+/// | `requested(n)` | demand +n | demand +n; start the task | demand +n; unpark the task (taking 1) | ignore |
+/// | `attached` | idle; demand > 0: start the task | — | — | nothing |
+/// | `taskStarted(t)` | — | — | remember `t` | cancel `t` |
+/// | `taskRuns` (task) | — | — | hand over the body | `nil`: the task ends at once |
+/// | `nextPull` (task) | — | — | demand > 0: take 1, pull; else park | stop |
+/// | `parking(k)` (task) | — | — | demand > 0: take 1, resume `k`; else park `k` | resume `k` with stop |
+/// | `willDeliver` (task) | — | — | the subscriber | `nil`: drop the value |
+/// | `returned(n)` (task) | — | — | demand +n | ignore |
+/// | `finishing` (task) | — | — | terminal; the subscriber to complete | `nil` |
+/// | `cancelled` | terminal | terminal | terminal; cancel the task, resume a parked one with stop, release a body not yet taken | nothing |
 @usableFromInline
 struct PullState<Downstream, Body> {
   @usableFromInline typealias Parked = UnsafeContinuation<Bool, Never>
@@ -29,6 +32,8 @@ struct PullState<Downstream, Body> {
   @usableFromInline var body: Body?
   @usableFromInline var demand = Subscribers.Demand.none
   @usableFromInline var started = false
+  /// Inside the subscriber's `receive(subscription:)`: a request counts, the task waits.
+  @usableFromInline var attaching = true
   @usableFromInline var task: Task<Void, Never>?
   @usableFromInline var parked: Parked?
 
@@ -47,6 +52,7 @@ struct PullState<Downstream, Body> {
     guard downstream != nil else { return .none }
     demand += more
     if !started {
+      if attaching { return .none }
       started = true
       return .start
     }
@@ -56,6 +62,15 @@ struct PullState<Downstream, Body> {
       return .resume(parked)
     }
     return .none
+  }
+
+  /// The subscriber's `receive(subscription:)` returned: `true` if the task is to start now
+  /// (it was asked for values meanwhile).
+  @inlinable mutating func attached() -> Bool {
+    attaching = false
+    guard downstream != nil, !started, demand > 0 else { return false }
+    started = true
+    return true
   }
 
   /// The task to cancel if the subscription was cancelled while the task was being created.

@@ -40,13 +40,15 @@ extension ValueFeed {
 /// A subscription whose values come from a `Task`: the shared engine of
 /// ``AsyncSequencePublisher``, ``AsyncFuture`` and ``AsyncProducer``.
 ///
-/// **Demand**: nothing runs until the first request, which starts the task; the task takes one
+/// **Demand**: nothing runs until the first request, which starts the task (a request made
+/// inside the subscriber's `receive(subscription:)` starts it once that call returns, so no
+/// signal overlaps it); the task takes one
 /// unit of demand before each value and parks on a continuation at zero demand; demand returned
 /// from `receive(_:)` counts. `request(.none)` traps. **Ordering**: every signal comes from the
 /// one task, so they are serial. **Cancellation**: `cancel()` cancels the task, unparks it and
 /// releases the subscriber at once, and the body too if the task has not begun to run it (a
-/// task the pool has not run yet holds no sequence or closure); nothing is delivered
-/// afterwards. See ``PullState``.
+/// task the pool has not run yet holds no sequence or closure); after it returns, at most a
+/// value the task was already delivering on another thread arrives. See ``PullState``.
 @usableFromInline
 final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueFeed,
   CustomStringConvertible, @unchecked Sendable
@@ -79,9 +81,12 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
     _ downstream: Downstream, description: String, priority: TaskPriority?,
     body: @escaping Body
   ) {
-    downstream.receive(
-      subscription: TaskDrivenSubscription(
-        description: description, priority: priority, downstream: downstream, body: body))
+    let subscription = TaskDrivenSubscription(
+      description: description, priority: priority, downstream: downstream, body: body)
+    downstream.receive(subscription: subscription)
+    // Only now may the task start: a value or completion must not overlap the subscriber's
+    // `receive(subscription:)` (whose requests were counted meanwhile).
+    if subscription.state.withLock({ $0.attached() }) { subscription.startTask() }
   }
 
   /// `request(_:)` as compiled where this subscription was created (specialized); the generic
@@ -101,14 +106,19 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
     demand.assertNonZero(for: description)
     switch state.withLock({ $0.requested(demand) }) {
     case .start:
-      let feed: any ValueFeed<Output, Failure> = self  // erases `Downstream` for the task
-      let task = Task(priority: priority) { await feed.run() }
-      state.withLock { $0.taskStarted(task) }?.cancel()
+      startTask()
     case .resume(let parked):
       parked.resume(returning: true)
     case .none:
       break
     }
+  }
+
+  /// Starts the task that runs the body.
+  @inlinable func startTask() {
+    let feed: any ValueFeed<Output, Failure> = self  // erases `Downstream` for the task
+    let task = Task(priority: priority) { await feed.run() }
+    state.withLock { $0.taskStarted(task) }?.cancel()
   }
 
   @inlinable func cancel() {
