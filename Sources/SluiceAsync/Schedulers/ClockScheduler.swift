@@ -260,14 +260,18 @@ final class ClockWorker: @unchecked Sendable {
     var nextSoon = 0
     while true {
       let now = self.now()
+      if nextSoon > 0 {
+        // Left from a batch cut short: drop the ones that ran, so that their closures are
+        // released now, and before locking (a closure's captures may schedule on this
+        // scheduler, or release it, from their `deinit`).
+        soon.removeFirst(nextSoon)
+        nextSoon = 0
+      }
       let step = state.withLock { state -> Step in
-        if nextSoon == soon.count {
-          swap(&soon, &state.soon)  // `soon` is empty here: emptied after the round that ran it
+        if soon.isEmpty {
+          swap(&soon, &state.soon)  // `soon` was emptied after the round that ran it
         } else {
-          // Left from a batch cut short: the new ones follow them (rare; copied). Drop the
-          // ones that ran, so their closures are released now.
-          soon.removeFirst(nextSoon)
-          nextSoon = 0
+          // Left from a batch cut short: the new ones follow them (rare; copied).
           soon.append(contentsOf: state.soon)
           state.soon.removeAll(keepingCapacity: true)
         }

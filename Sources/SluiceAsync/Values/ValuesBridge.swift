@@ -97,10 +97,10 @@ final class ValuesBridge<Output, Failure: Error>: Subscriber, Cancellable, Custo
 
   /// Cancels the upstream and ends every waiting consumer. Idempotent and thread-safe.
   @inlinable func cancel() {
-    let (upstream, waiters, buffer) = state.withLock { $0.cancelled() }
+    let (upstream, waiters, buffer, phase) = state.withLock { $0.cancelled() }
     upstream?.cancel()
     Self.end(waiters)
-    withExtendedLifetime(buffer) {}
+    withExtendedLifetime((buffer, phase)) {}
   }
 
   /// Resumes every waiter in `waiters` with the end (`nil`), oldest first.

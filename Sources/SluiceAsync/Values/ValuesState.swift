@@ -182,13 +182,17 @@ struct ValuesState<Output, Failure: Error> {
     }
   }
 
-  /// Terminal. What to release after unlocking: the upstream to cancel and the consumers to
-  /// end. Idempotent.
+  /// Terminal. What to release after unlocking: the upstream to cancel, the consumers to end,
+  /// and the buffered values and completion (whose failure may hold objects with a `deinit`).
+  /// Idempotent.
   @inlinable mutating func cancelled()
-    -> (upstream: (any Subscription)?, waiters: RingBuffer<Waiter>, buffer: RingBuffer<Output>)
+    -> (
+      upstream: (any Subscription)?, waiters: RingBuffer<Waiter>, buffer: RingBuffer<Output>,
+      phase: Phase
+    )
   {
     let upstream = subscription
-    let released = (upstream, waiters, buffer)
+    let released = (upstream, waiters, buffer, phase)
     phase = .terminal
     waiters = RingBuffer()
     buffer = RingBuffer()
