@@ -11,29 +11,7 @@ import Testing
 @Suite("Async bridges, attacked: nothing released under their lock", .serialized)
 struct BridgeLockAttackTests {
   /// A value whose `deinit` runs `onDeinit` (an app's resource that closes, cancels, reports).
-  final class Resource: @unchecked Sendable {
-    // Safety: `onDeinit` is set in `init` and never changed.
-    let onDeinit: @Sendable () -> Void
-    let id: Int
-    init(_ id: Int = 0, onDeinit: @escaping @Sendable () -> Void) {
-      self.id = id
-      self.onDeinit = onDeinit
-    }
-    deinit { onDeinit() }
-  }
-
-  /// Exits with 3 unless `body` returns within `seconds`.
-  static func withDeadline(_ seconds: Double = 20, _ body: @escaping @Sendable () -> Void) {
-    let done = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-      body()
-      done.signal()
-    }
-    if done.wait(timeout: .now() + seconds) == .timedOut {
-      FileHandle.standardError.write(Data("a call never returned\n".utf8))
-      exit(3)
-    }
-  }
+  typealias Resource = DeinitCallback
 
   // MARK: ClockScheduler
 
@@ -44,7 +22,7 @@ struct BridgeLockAttackTests {
   @Test("ClockScheduler: an action that ran is released under the worker's lock (deinit schedules)")
   func clockSchedulerReleasesARanActionUnderItsLock() async {
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         let clock = ManualClock()
         let scheduler = ClockScheduler(clock: clock)
         let gate = DispatchSemaphore(value: 0)
@@ -76,7 +54,7 @@ struct BridgeLockAttackTests {
   @Test("ClockScheduler: an action that ran holds the last reference to its scheduler")
   func clockSchedulerActionHoldsTheLastReferenceToItsScheduler() async {
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         let clock = ManualClock()
         let gate = DispatchSemaphore(value: 0)
         let running = DispatchSemaphore(value: 0)
@@ -180,7 +158,7 @@ struct BridgeLockAttackTests {
   @Test("stream: cancel releases buffered values that cancel the consumer and send upstream")
   func streamCancelWithBufferedValuesThatCallBack() async {
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         let policies: [AsyncBufferingPolicy] = [
           .unbounded, .bufferingNewest(3), .bufferingOldest(3), .prefetch(4), .demandOne,
         ]
@@ -226,7 +204,7 @@ struct BridgeLockAttackTests {
       let session: Resource
     }
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         var iterator: AsyncPublisher<PassthroughSubject<Int, SessionError>>.Iterator?
         let probe = Lock<(() -> Void)?>(nil)
         do {
@@ -253,7 +231,7 @@ struct BridgeLockAttackTests {
   func isolatedSinkBufferedValueCancelsAgain() async {
     actor Sink { var count = 0; func add() { count += 1 } }
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         let subject = PassthroughSubject<Resource, Never>()
         let sink = Sink()
         let gate = DispatchSemaphore(value: 0)
@@ -287,7 +265,7 @@ struct BridgeLockAttackTests {
   func stepFailureDropsWaitingResultsThatCallBack() async {
     struct Failed: Error {}
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         let subject = PassthroughSubject<Int, Failed>()
         let stored = Lock<(any Subscription)?>(nil)
         let ready = DispatchSemaphore(value: 0)
@@ -331,7 +309,7 @@ struct BridgeLockAttackTests {
   func upstreamFailureDropsWaitingResultsThatCallBack() async {
     struct Failed: Error {}
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         let subject = PassthroughSubject<Int, Failed>()
         let stored = Lock<(any Subscription)?>(nil)
         let ready = DispatchSemaphore(value: 0)
@@ -372,7 +350,7 @@ struct BridgeLockAttackTests {
   @Test("asyncFilter(maxConcurrent: 4): values whose deinit drops the sink's AnyCancellable")
   func asyncFilterValuesDropTheCancellable() async {
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         for _ in 0..<50 {
           let subject = PassthroughSubject<Resource, Never>()
           let stored = Lock<AnyCancellable?>(nil)
@@ -399,7 +377,7 @@ struct BridgeLockAttackTests {
   @Test("AsyncFuture and asyncSequence.publisher: a body's value cancels again on release")
   func taskDrivenBodiesCallBackOnRelease() async {
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         for round in 0..<200 {
           let stored = Lock<AnyCancellable?>(nil)
           let released = DispatchSemaphore(value: 0)

@@ -18,33 +18,15 @@ struct DeinitUnderBridgeLockTests {
     var stream: AsyncStream<Carrier>?
   }
 
-  /// A result whose `deinit` runs `onClose` (cancels the subscription that held it, again).
-  final class Resource: @unchecked Sendable {
-    // Safety: `onClose` is set in `init` and never changed.
-    let onClose: () -> Void
-    init(onClose: @escaping () -> Void) { self.onClose = onClose }
-    deinit { onClose() }
-  }
-
-  /// Exits with 3 unless `body` returns within `seconds`.
-  static func withDeadline(_ seconds: Double = 20, _ body: @escaping @Sendable () -> Void) {
-    let done = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-      body()
-      done.signal()
-    }
-    if done.wait(timeout: .now() + seconds) == .timedOut {
-      FileHandle.standardError.write(Data("a call never returned\n".utf8))
-      exit(3)
-    }
-  }
+  /// A result whose `deinit` calls back (cancels the subscription that held it, again).
+  typealias Resource = DeinitCallback
 
   /// `bufferingNewest(1)`: the second value evicts the first, whose `deinit` lets go of the
   /// last reference to the stream, whose iterator cancels the bridge.
   @Test("values(bufferingNewest:): an evicted value's deinit drops the stream it came through")
   func evictedValueDropsTheStream() async {
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         let subject = PassthroughSubject<Carrier, Never>()
         do {
           let first = Carrier()
@@ -67,7 +49,7 @@ struct DeinitUnderBridgeLockTests {
   @Test("asyncMap: cancel drops a waiting result whose deinit cancels again")
   func cancelDropsAWaitingResult() async {
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         let subject = PassthroughSubject<Int, Never>()
         let stored = Lock<(any Subscription)?>(nil)
         let second = DispatchSemaphore(value: 0)

@@ -13,13 +13,8 @@ import Testing
 @Suite(
   "Liveness: values whose deinit calls back, released under an operator's lock", .serialized)
 struct DeinitUnderLockTests {
-  /// A resource whose `deinit` runs `onClose` (sends a "closed" event, reads its owner, …).
-  final class Resource: @unchecked Sendable {
-    // Safety: `onClose` is set in `init` and never changed; the tests call nothing else.
-    let onClose: () -> Void
-    init(onClose: @escaping () -> Void) { self.onClose = onClose }
-    deinit { onClose() }
-  }
+  /// A resource whose `deinit` calls back (sends a "closed" event, reads its owner, …).
+  typealias Resource = DeinitCallback
 
   enum Event: @unchecked Sendable {
     // Safety: its only payload is a `Resource` (see there).
@@ -41,19 +36,6 @@ struct DeinitUnderLockTests {
     func cancel() { subscription.withLock { $0.take() }?.cancel() }
   }
 
-  /// Exits with 3 unless `body` returns within `seconds`.
-  static func withDeadline(_ seconds: Double = 20, _ body: @escaping @Sendable () -> Void) {
-    let done = DispatchSemaphore(value: 0)
-    Thread.detachNewThread {
-      body()
-      done.signal()
-    }
-    if done.wait(timeout: .now() + seconds) == .timedOut {
-      FileHandle.standardError.write(Data("a call never returned\n".utf8))
-      exit(3)
-    }
-  }
-
   final class Model: ObservableObject, @unchecked Sendable {
     // Safety: `@Published` storage is thread-safe (its own lock); nothing else is mutable.
     @Published var resource: Resource?
@@ -66,7 +48,7 @@ struct DeinitUnderLockTests {
   @Test("@Published: the replaced value's deinit touches objectWillChange")
   func publishedReplacedValueTouchesObjectWillChange() async {
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         let model = Model()
         let changes = model.objectWillChange.sink {}
         model.resource = Resource { [weak model] in model?.objectWillChange.send() }
@@ -80,7 +62,7 @@ struct DeinitUnderLockTests {
   @Test("@Published: the replaced value's deinit reads the property")
   func publishedReplacedValueReadsProperty() async {
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         let model = Model()
         model.resource = Resource { [weak model] in _ = model?.resource }
         model.resource = nil
@@ -94,7 +76,7 @@ struct DeinitUnderLockTests {
   @Test("debounce: cancel drops a pending value whose deinit sends into the upstream")
   func debounceCancelReleasesPendingUnderLock() async {
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         let events = PassthroughSubject<Event, Never>()
         let queue = DispatchQueue(label: "debounce")
         let sink = events.debounce(for: .seconds(60), scheduler: queue).sink { _ in }
@@ -109,7 +91,7 @@ struct DeinitUnderLockTests {
   @Test("throttle: cancel drops a waiting value whose deinit sends into the upstream")
   func throttleCancelReleasesPendingUnderLock() async {
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         let events = PassthroughSubject<Event, Never>()
         let queue = DispatchQueue(label: "throttle")
         let first = DispatchSemaphore(value: 0)
@@ -128,7 +110,7 @@ struct DeinitUnderLockTests {
   @Test("buffer: cancel drops buffered values whose deinit sends into the upstream")
   func bufferCancelReleasesValuesUnderLock() async {
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         let events = PassthroughSubject<Event, Never>()
         let idle = Idle<Event>()
         events.buffer(size: 4, prefetch: .keepFull, whenFull: .dropOldest).subscribe(idle)
@@ -143,7 +125,7 @@ struct DeinitUnderLockTests {
   @Test("buffer: a dropped oldest value's deinit cancels the subscription")
   func bufferDropOldestReleasesUnderLock() async {
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         let events = PassthroughSubject<Event, Never>()
         let idle = Idle<Event>()
         // `.byRequest`: the buffer asks for `.unlimited`, so the second value arrives (with
@@ -164,7 +146,7 @@ extension DeinitUnderLockTests {
   @Test("collect(.byTime): cancel drops collected values whose deinit sends into the upstream")
   func collectByTimeCancelReleasesValuesUnderLock() async {
     await #expect(processExitsWith: .success) {
-      Self.withDeadline {
+      exitUnlessReturns {
         let events = PassthroughSubject<Event, Never>()
         let queue = DispatchQueue(label: "collect")
         let sink = events.collect(.byTime(queue, .seconds(60))).sink { _ in }
