@@ -247,7 +247,7 @@ struct BridgeLockAttackTests {
           subject.send(
             Resource(index) {
               stored.withLock { $0 }?.cancel()
-              stored.withLock { $0 = nil }
+              withExtendedLifetime(stored.withLock { $0.take() }) {}
             })
         }
         cancellable.cancel()
@@ -359,11 +359,13 @@ struct BridgeLockAttackTests {
             $0 = subject.asyncFilter(maxConcurrent: 4) { value in value.id % 2 == 0 }
               .sink { _ in }
           }
+          // Taken out of the test's own lock before it goes: cancelling releases values whose
+          // `deinit` takes that lock again.
           for index in 0..<8 {
-            subject.send(Resource(index) { stored.withLock { $0 = nil } })
+            subject.send(Resource(index) { withExtendedLifetime(stored.withLock { $0.take() }) {} })
           }
           subject.send(Resource(100) { finished.signal() })
-          stored.withLock { $0 = nil }
+          withExtendedLifetime(stored.withLock { $0.take() }) {}
           precondition(finished.wait(timeout: .now() + 10) == .success)
         }
       }
@@ -383,7 +385,7 @@ struct BridgeLockAttackTests {
           let released = DispatchSemaphore(value: 0)
           let resource = Resource(round) {
             stored.withLock { $0 }?.cancel()
-            stored.withLock { $0 = nil }
+            withExtendedLifetime(stored.withLock { $0.take() }) {}
             released.signal()
           }
           if round % 2 == 0 {
@@ -403,7 +405,7 @@ struct BridgeLockAttackTests {
           _ = consume resource
           if round % 3 == 0 { usleep(200) }
           stored.withLock { $0 }?.cancel()
-          stored.withLock { $0 = nil }
+          withExtendedLifetime(stored.withLock { $0.take() }) {}
           precondition(released.wait(timeout: .now() + 10) == .success, "round \(round): kept")
         }
       }
