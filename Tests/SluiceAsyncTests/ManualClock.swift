@@ -36,12 +36,16 @@ final class ManualClock: Clock, @unchecked Sendable {
     }
     try await withTaskCancellationHandler {
       try await withCheckedThrowingContinuation { continuation in
-        let wakeNow = state.withLock { state -> Bool in
-          if deadline <= state.now { return true }
+        // A task cancelled before it got here ran the handler below before this sleeper was
+        // registered: it must not sleep. (Checked under the lock: a cancel after the check
+        // runs the handler, which waits for the lock and then finds the sleeper.)
+        let wake = state.withLock { state -> Result<Void, any Error>? in
+          if Task.isCancelled { return .failure(CancellationError()) }
+          if deadline <= state.now { return .success(()) }
           state.sleepers.append(Sleeper(id: id, deadline: deadline, continuation: continuation))
-          return false
+          return nil
         }
-        if wakeNow { continuation.resume() }
+        if let wake { continuation.resume(with: wake) }
       }
     } onCancel: {
       let sleeper = state.withLock { state -> Sleeper? in

@@ -155,6 +155,26 @@ struct ClockSchedulerTests {
     #expect(await eventually { releasedActor == nil })
   }
 
+  @Test("a cancelled heartbeat wakes the worker asleep for it: released, the worker ends")
+  func cancelledHeartbeatWakesTheSleepingWorker() async {
+    weak var releasedClock: ManualClock?
+    do {
+      let clock = ManualClock()
+      releasedClock = clock
+      let scheduler = ClockScheduler(clock: clock)
+      let heartbeat = scheduler.schedule(
+        after: scheduler.now.advanced(by: .seconds(60)), interval: .seconds(60)
+      ) {}
+      // The worker sleeps until the heartbeat is due (a manual clock: never, unless woken).
+      #expect(await eventually { clock.sleeperCount == 1 })
+      heartbeat.cancel()
+      #expect(await eventually { clock.sleeperCount == 0 }, "the worker slept on")
+      withExtendedLifetime(scheduler) {}
+    }
+    // The worker held the clock (its sleep and `now` closures) until it ended.
+    #expect(await eventually { releasedClock == nil })
+  }
+
   @Test func mainActorScheduler() async {
     let scheduler = ActorScheduler(MainActor.shared)
     let log = Box<[Int]>([])

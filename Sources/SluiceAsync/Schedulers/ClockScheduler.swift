@@ -171,6 +171,16 @@ final class ClockWorker: @unchecked Sendable {
         return .nothing
       }
     }
+
+    /// The worker's sleep to cut short, if it sleeps for an action no longer scheduled (the
+    /// earliest left is later, or nothing is left): it then sleeps until the earliest, parks,
+    /// or ends, instead of holding on until a cancelled heartbeat's date.
+    mutating func sleeperToWake() -> Task<Void, Never>? {
+      guard case .sleeping(let until, let sleeper) = worker else { return nil }
+      if let earliest = actions.earliestDate, earliest <= until { return nil }
+      worker = .running
+      return sleeper
+    }
   }
 
   private let actor: (any Actor)?
@@ -223,20 +233,27 @@ final class ClockWorker: @unchecked Sendable {
   }
 
   func cancel(token: Int) {
-    let removed = state.withLock { $0.actions.cancel(token: token) }
+    let (removed, sleeper) = state.withLock { state in
+      (state.actions.cancel(token: token), state.sleeperToWake())
+    }
+    sleeper?.cancel()
     withExtendedLifetime(removed) {}
   }
 
   /// The scheduler was released: the worker runs what is already scheduled, then ends
-  /// instead of parking.
+  /// instead of parking (a worker asleep with nothing left to run wakes to end).
   func stop() {
-    let parked = state.withLock { state -> UnsafeContinuation<Void, Never>? in
+    let (parked, sleeper) = state.withLock {
+      state -> (UnsafeContinuation<Void, Never>?, Task<Void, Never>?) in
       state.released = true
-      guard case .parked(let continuation) = state.worker else { return nil }
+      guard case .parked(let continuation) = state.worker else {
+        return (nil, state.sleeperToWake())
+      }
       state.worker = .none
-      return continuation
+      return (continuation, nil)
     }
     parked?.resume()
+    sleeper?.cancel()
   }
 
   private enum Step {
@@ -334,11 +351,10 @@ final class ClockWorker: @unchecked Sendable {
       case .sleep(let deadline):
         let sleeper = Task { [sleep] in _ = try? await sleep(deadline) }
         let keepSleeping = state.withLock { state -> Bool in
-          // Something earlier may have been scheduled while the sleeper was being made.
+          // Something earlier may have been scheduled while the sleeper was being made, or
+          // the action it is for cancelled (then it sleeps until the next, parks, or ends).
           if !state.soon.isEmpty { return false }
-          if let earliest = state.actions.earliestDate, earliest < deadline {
-            return false
-          }
+          guard state.actions.earliestDate == deadline else { return false }
           state.worker = .sleeping(until: deadline, sleeper)
           return true
         }
