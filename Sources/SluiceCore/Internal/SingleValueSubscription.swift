@@ -17,10 +17,10 @@ protocol SingleValueLabel {
 /// so at most the value already decided on follows a concurrent `cancel()`.
 ///
 /// States (one atomic word; whoever moves it out of `idle` owns `downstream`):
-/// | event | idle | delivering | delivering, cancelled | done |
-/// |---|---|---|---|---|
-/// | `request(n)` | delivering: deliver the value, then the completion unless cancelled meanwhile; done; release the subscriber | ignore | ignore | ignore |
-/// | `cancel()` | done; release the subscriber | delivering, cancelled | nothing | nothing |
+/// | event | idle | delivering | done |
+/// |---|---|---|---|
+/// | `request(n)` | delivering: deliver the value; then, if still delivering, done and the completion; release the subscriber | ignore | ignore |
+/// | `cancel()` | done; release the subscriber | done (the deliverer sends no completion) | nothing |
 ///
 /// Unlike the general ``EmissionSubscription`` it keeps only the value, the subscriber and the
 /// state word: a generic class's `deinit` is never specialised and looks up the metadata of each
@@ -42,8 +42,7 @@ where Downstream.Input == Output {
   @usableFromInline enum State {
     @usableFromInline static var idle: UInt8 { 0 }
     @usableFromInline static var delivering: UInt8 { 1 }
-    @usableFromInline static var cancelledWhileDelivering: UInt8 { 2 }
-    @usableFromInline static var done: UInt8 { 3 }
+    @usableFromInline static var done: UInt8 { 2 }
   }
 
   @inlinable init(value: Output, downstream: Downstream) {
@@ -68,31 +67,21 @@ where Downstream.Input == Output {
         expected: State.idle, desired: State.delivering, ordering: .acquiring
       ).exchanged
     else { return }
-    let downstream = self.downstream.take()
-    guard let downstream else { return }
+    guard let downstream = self.downstream.take() else { return }
     _ = downstream.receive(value)
-    let (finishes, _) = state.compareExchange(
-      expected: State.delivering, desired: State.done, ordering: .acquiringAndReleasing)
-    if !finishes { state.store(State.done, ordering: .releasing) }
-    if finishes { downstream.receive(completion: .finished) }
+    // A `cancel()` meanwhile moved the state to `done`: no completion then.
+    if state.compareExchange(
+      expected: State.delivering, desired: State.done, ordering: .acquiringAndReleasing
+    ).exchanged {
+      downstream.receive(completion: .finished)
+    }
   }
 
   @inlinable func cancel() {
-    var current = state.load(ordering: .relaxed)
-    while true {
-      let next: UInt8
-      switch current {
-      case State.idle: next = State.done
-      case State.delivering: next = State.cancelledWhileDelivering
-      default: return
-      }
-      let (exchanged, original) = state.compareExchange(
-        expected: current, desired: next, ordering: .acquiringAndReleasing)
-      if exchanged {
-        if current == State.idle { withExtendedLifetime(downstream.take()) {} }
-        return
-      }
-      current = original
+    // Before the first request the subscriber is this call's to release; during the delivery
+    // it stays the deliverer's.
+    if state.exchange(State.done, ordering: .acquiringAndReleasing) == State.idle {
+      withExtendedLifetime(downstream.take()) {}
     }
   }
 
