@@ -97,7 +97,7 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       parent: self,
       state: ConduitState(
         downstream: downstream, parent: self, subject: subject,
-        replaysCurrentValue: replaysCurrentValue),
+        replaysCurrentValue: replaysCurrentValue, attachingThread: currentThreadIdentity()),
       fastDownstream: downstream)
     let (completion, garbage) = state.withLock {
       state -> (Subscribers.Completion<Failure>?, SharedSubscriberList<Output, Failure>.Garbage) in
@@ -111,7 +111,10 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       downstream.receive(subscription: Subscriptions.empty)
       downstream.receive(completion: completion)
     } else {
+      // Until it returns, nothing reaches the subscriber on another thread (see
+      // `ConduitState`, **Attaching**).
       downstream.receive(subscription: conduit)
+      conduit.attachEnded()
     }
   }
 

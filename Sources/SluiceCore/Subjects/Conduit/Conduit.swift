@@ -261,8 +261,10 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       return state.offered(value, replaysCurrentValue: replaysCurrentValue, replaced: &replaced)
     }
     withExtendedLifetime(replaced) {}  // released after unlocking
-    if case .deliver(let downstream) = action {
-      drain(adding: downstream.receive(value))
+    switch action {
+    case .deliver(let downstream): drain(adding: downstream.receive(value))
+    case .drain: drain(adding: .none)
+    case .none: break
     }
   }
 
@@ -405,22 +407,19 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     var first = true
     while true {
       if charged, !first, DeliveryContext.current.allowance == 0 {
-        let stops = withState { state -> Bool in
-          guard state.downstream != nil, state.queueHead < state.queue.count else { return false }
-          state.demand += more  // kept for the drain's next step
-          return true
+        switch stop(adding: more) {
+        case .goOn: break
+        case .paused: return false
+        case .stopped: return true
         }
-        if stops { return true }
       }
       if handingOff, delivered == TurnWaiter.grantsPerTurn {
         delivered = 0
-        let parent = withState { state -> Parent? in
-          guard state.downstream != nil, state.queueHead < state.queue.count else { return nil }
-          state.demand += more  // kept for the drain's next step
-          return state.parent
-        }
-        if let parent {
-          parent.continueDrain(of: self)
+        switch stop(adding: more) {
+        case .goOn: break
+        case .paused: return false
+        case .stopped(let parent):
+          parent?.continueDrain(of: self)
           return false
         }
       }
@@ -455,6 +454,53 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       case .idle:
         return false
       }
+    }
+  }
+
+  /// What a drain that has spent its share does (see ``drain(adding:handingOff:charged:)``).
+  @usableFromInline enum DrainStop {
+    /// Nothing is queued: the drain goes on to its next step (idle, or the completion).
+    case goOn
+    /// Values are queued: the drain stops, keeping `more` for whoever continues it, with
+    /// the parent to hand the rest to.
+    case stopped(Parent?)
+    /// The subscriber is still attaching: the rest waits for ``attachEnded()``.
+    case paused
+  }
+
+  /// Under the lock: whether a drain that has spent its share stops (see ``DrainStop``).
+  @inlinable
+  func stop(adding more: Subscribers.Demand) -> DrainStop {
+    withState { state in
+      guard state.downstream != nil, state.queueHead < state.queue.count else { return .goOn }
+      if state.pausedForAttach(adding: more) { return .paused }
+      state.demand += more  // kept for the drain's next step
+      return .stopped(state.parent)
+    }
+  }
+
+  /// The subscriber's `receive(subscription:)` has returned on the subscribing thread (see
+  /// ``ConduitState``, **Attaching**): drains what other threads brought meanwhile — a value
+  /// owed with demand for it is replayed holding the subject's turn, as a request's replay
+  /// is — or opens the fast path.
+  @inlinable
+  func attachEnded() {
+    let (drains, replayParent) = withState { state -> (Bool, Parent?) in
+      let replays =
+        replaysCurrentValue && state.owedValue != nil && state.queueHead == state.queue.count
+      guard state.attachEnded() else {
+        if state.allowsFastDelivery { fast.store(Self.eligible, ordering: .releasing) }
+        return (false, nil)
+      }
+      return (true, replays && state.completion == nil ? state.parent : nil)
+    }
+    guard drains else { return }
+    guard let replayParent else {
+      drain(adding: .none)
+      return
+    }
+    replayParent.withReplayTurn { charged in
+      drain(adding: .none, handingOff: false, charged: charged) ? self : nil
     }
   }
 

@@ -7,16 +7,31 @@
 /// returns. Re-entrant calls (a subscriber calling `request` or the subject's `send` from inside
 /// `receive`) take the same path, so no lock is ever held or re-entered during delivery.
 ///
-/// States: `live` (has a downstream) with `draining` on or off → `terminal` (no downstream).
+/// **Attaching.** The conduit is in the subject's list before its subscriber's
+/// `receive(subscription:)` returns (a send from inside it, or the replay its first request
+/// asks for, must reach it). Until that call returns only the subscribing thread delivers:
+/// values and a completion from other threads are queued and a request from another thread
+/// only adds demand, so that nothing reaches the subscriber on another thread while it is
+/// still in `receive(subscription:)` (serial signals); the subscribing thread's own request,
+/// value or completion is delivered at once, as in Combine (a replay is synchronous, so is a
+/// value an upstream sends inside the request). A drain of that thread that has spent its
+/// share stops with the rest queued (``pausedForAttach(adding:)``: idle with values queued,
+/// the one state where that happens), and ``attachEnded()`` hands what is left to the drain
+/// loop.
+///
+/// States: `live` (has a downstream) with `draining` on or off, and `attaching` on or off →
+/// `terminal` (no downstream).
 ///
 /// Transitions and actions (performed by ``Conduit`` after unlocking):
 /// | event | live, idle | live, draining | terminal |
 /// |---|---|---|---|
-/// | `offered(v)`, demand > 0 | demand −1, become drainer: deliver `v` | demand −1, queue `v` | ignore |
+/// | `offered(v)`, demand > 0 | demand −1, become drainer: deliver `v` (attaching, by another thread: queue `v`; paused, by the subscribing thread: queue `v`, drain) | demand −1, queue `v` | ignore |
 /// | `offered(v)`, demand = 0 | drop `v` (replaying: owe the current value) | same | ignore |
-/// | `requested(n)` | demand +n, become drainer | demand +n | ignore |
-/// | `finished(c)` | remember `c`, become drainer | remember `c` | ignore |
+/// | `requested(n)` | demand +n, become drainer (attaching: only the subscribing thread) | demand +n | ignore |
+/// | `finished(c)` | remember `c`, become drainer (attaching: only the subscribing thread) | remember `c` | ignore |
 /// | `nextStep(+n)` (drainer only) | — | queued value, else owed current value, else completion, else idle | idle |
+/// | `attachEnded()` (subscribing thread) | attaching off; if anything waits, become drainer | — | nothing |
+/// | the drainer's share spent, values queued | — | attaching: idle, paused (the rest waits); else handed to the subject's turn | — |
 /// | `cancelled` | terminal, release everything | same | nothing |
 @usableFromInline
 struct ConduitState<Downstream: Subscriber, Parent> {
@@ -33,6 +48,9 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   /// Whether the parent has been told of this subscriber's first request.
   @usableFromInline var announcedDemand = false
   @usableFromInline var draining = false
+  /// While the subscriber's `receive(subscription:)` runs: the subscribing thread (its
+  /// ``currentThreadIdentity()``), the only one that may drain meanwhile; 0 after.
+  @usableFromInline var attachingThread: UInt
   /// Values accepted against demand while a drainer was delivering, oldest first.
   /// (Each value is moved out as it is delivered, so the buffer never holds the last
   /// reference to one: released under the lock, its `deinit` could call the subject.)
@@ -50,19 +68,33 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   /// Whether a request now would replay the owed value from an idle state: the replay then
   /// runs holding the subject's turn (see ``Conduit``).
   @inlinable var replayNeedsTurn: Bool {
-    !draining && downstream != nil && completion == nil && owedValue != nil
+    !draining && downstream != nil && completion == nil && owedValue != nil && mayDrainHere
   }
 
+  /// Whether the calling thread may become the drainer: any thread once attached, only the
+  /// subscribing one before (see **Attaching**).
+  @inlinable var mayDrainHere: Bool {
+    attachingThread == 0 || attachingThread == currentThreadIdentity()
+  }
+
+
+  /// `attachingThread`: the subscribing thread, which calls ``attachEnded()`` once the
+  /// subscriber's `receive(subscription:)` returns.
   @inlinable init(
-    downstream: Downstream, parent: Parent, subject: AnyObject?, replaysCurrentValue: Bool
+    downstream: Downstream, parent: Parent, subject: AnyObject?, replaysCurrentValue: Bool,
+    attachingThread: UInt
   ) {
     self.downstream = downstream
     self.parent = parent
     self.subject = subject
+    self.attachingThread = attachingThread
   }
 
   @usableFromInline enum OfferAction {
     case deliver(Downstream)
+    /// The subscribing thread, while attaching, found values of other threads queued and
+    /// nobody draining them: it drains them, this value after them.
+    case drain
     case none
   }
 
@@ -81,11 +113,16 @@ struct ConduitState<Downstream: Subscriber, Parent> {
     }
     demand -= 1
     replaced = owedValue.take()
-    if draining {
+    if draining || !mayDrainHere {
       queue.append(value)
       return .none
     }
     draining = true
+    // Idle with values queued only while attaching (see `pausedForAttach`).
+    if queueHead < queue.count {
+      queue.append(value)
+      return .drain
+    }
     return .deliver(downstream)
   }
 
@@ -100,14 +137,37 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   @inlinable mutating func requested(_ more: Subscribers.Demand) -> Bool {
     guard downstream != nil else { return false }
     demand += more
-    return becomeDrainer()
+    return mayDrainHere && becomeDrainer()
   }
 
   /// `true` when the caller became the drainer and must run the drain loop.
   @inlinable mutating func finished(_ completion: Subscribers.Completion<Failure>) -> Bool {
     guard downstream != nil, self.completion == nil else { return false }
     self.completion = completion
-    return becomeDrainer()
+    return mayDrainHere && becomeDrainer()
+  }
+
+  /// The subscriber's `receive(subscription:)` has returned (on the subscribing thread):
+  /// `true` when the caller became the drainer of what waits (values and a completion queued
+  /// meanwhile, a value owed with demand for it) and must run the drain loop.
+  @inlinable mutating func attachEnded() -> Bool {
+    attachingThread = 0
+    guard downstream != nil, !draining else { return false }
+    guard queueHead < queue.count || completion != nil || (owedValue != nil && demand > 0) else {
+      return false
+    }
+    draining = true
+    return true
+  }
+
+  /// A drain by the subscribing thread stops while it is attaching (instead of handing the
+  /// rest to the subject's turn, which would deliver on another thread): the rest waits for
+  /// ``attachEnded()``. `true` if it stopped.
+  @inlinable mutating func pausedForAttach(adding more: Subscribers.Demand) -> Bool {
+    guard attachingThread != 0 else { return false }
+    demand += more
+    draining = false
+    return true
   }
 
   @inlinable mutating func becomeDrainer() -> Bool {
@@ -166,8 +226,8 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   /// Whether the next value may skip the lock (see ``Conduit``): idle, live, unlimited demand,
   /// nothing queued, owed or finishing.
   @inlinable var allowsFastDelivery: Bool {
-    !draining && downstream != nil && completion == nil && demand == .unlimited
-      && queueHead == queue.count && !owesCurrentValue
+    !draining && attachingThread == 0 && downstream != nil && completion == nil
+      && demand == .unlimited && queueHead == queue.count && !owesCurrentValue
   }
 
   /// Terminal; returns what to release (and to detach from) after unlocking. Idempotent.
