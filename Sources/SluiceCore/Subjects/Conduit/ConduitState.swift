@@ -77,7 +77,6 @@ struct ConduitState<Downstream: Subscriber, Parent> {
     attachingThread == 0 || attachingThread == currentThreadIdentity()
   }
 
-
   /// `attachingThread`: the subscribing thread, which calls ``attachEnded()`` once the
   /// subscriber's `receive(subscription:)` returns.
   @inlinable init(
