@@ -400,7 +400,8 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   @inlinable
   @discardableResult
   func drain(
-    adding demand: Subscribers.Demand, handingOff: Bool = true, charged: Bool = false
+    adding demand: Subscribers.Demand, handingOff: Bool = true, charged: Bool = false,
+    share: Int = TurnWaiter.grantsPerTurn
   ) -> Bool {
     var more = demand
     var delivered = 0
@@ -413,7 +414,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
         case .stopped: return true
         }
       }
-      if handingOff, delivered == TurnWaiter.grantsPerTurn {
+      if handingOff, delivered == share {
         delivered = 0
         switch stop(adding: more) {
         case .goOn: break
@@ -485,18 +486,19 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   /// is — or opens the fast path.
   @inlinable
   func attachEnded() {
-    let (drains, replayParent) = withState { state -> (Bool, Parent?) in
+    let (drains, share, replayParent) = withState { state -> (Bool, Int, Parent?) in
       let replays =
         replaysCurrentValue && state.owedValue != nil && state.queueHead == state.queue.count
+      let share = state.attachShare
       guard state.attachEnded() else {
         if state.allowsFastDelivery { fast.store(Self.eligible, ordering: .releasing) }
-        return (false, nil)
+        return (false, share, nil)
       }
-      return (true, replays && state.completion == nil ? state.parent : nil)
+      return (true, share, replays && state.completion == nil ? state.parent : nil)
     }
     guard drains else { return }
     guard let replayParent else {
-      drain(adding: .none)
+      drain(adding: .none, share: share)
       return
     }
     replayParent.withReplayTurn { charged in

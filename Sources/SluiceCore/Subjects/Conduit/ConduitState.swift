@@ -51,6 +51,9 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   /// While the subscriber's `receive(subscription:)` runs: the subscribing thread (its
   /// ``currentThreadIdentity()``), the only one that may drain meanwhile; 0 after.
   @usableFromInline var attachingThread: UInt
+  /// How many values the subscribing thread delivered while attaching: what is left of its
+  /// call's allowance is the share of the drain that ``attachEnded()`` starts.
+  @usableFromInline var deliveredWhileAttaching = 0
   /// Values accepted against demand while a drainer was delivering, oldest first.
   /// (Each value is moved out as it is delivered, so the buffer never holds the last
   /// reference to one: released under the lock, its `deinit` could call the subject.)
@@ -148,7 +151,8 @@ struct ConduitState<Downstream: Subscriber, Parent> {
 
   /// The subscriber's `receive(subscription:)` has returned (on the subscribing thread):
   /// `true` when the caller became the drainer of what waits (values and a completion queued
-  /// meanwhile, a value owed with demand for it) and must run the drain loop.
+  /// meanwhile, a value owed with demand for it) and must run the drain loop, delivering at
+  /// most ``attachShare`` values before it hands the rest to the subject's turn.
   @inlinable mutating func attachEnded() -> Bool {
     attachingThread = 0
     guard downstream != nil, !draining else { return false }
@@ -157,6 +161,13 @@ struct ConduitState<Downstream: Subscriber, Parent> {
     }
     draining = true
     return true
+  }
+
+  /// The share of the drain ``attachEnded()`` starts: a subscribe call delivers at most one
+  /// call's allowance in all (what it delivered while attaching counts), and at most a
+  /// drain's share (``TurnWaiter/grantsPerTurn``) as it ends.
+  @inlinable var attachShare: Int {
+    max(0, min(TurnWaiter.grantsPerTurn, DeliveryContext.allowancePerCall - deliveredWhileAttaching))
   }
 
   /// A drain by the subscribing thread stops while it is attaching (instead of handing the
@@ -204,10 +215,12 @@ struct ConduitState<Downstream: Subscriber, Parent> {
         queue.removeAll(keepingCapacity: true)
         queueHead = 0
       }
+      if attachingThread != 0 { deliveredWhileAttaching += 1 }
       return .deliver(downstream, value)
     }
     if completion == nil, demand > 0, let owed = owedValue.take() {
       demand -= 1
+      if attachingThread != 0 { deliveredWhileAttaching += 1 }
       return .deliver(downstream, owed)
     }
     if let completion {
