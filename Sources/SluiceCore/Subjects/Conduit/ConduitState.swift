@@ -167,7 +167,8 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   /// call's allowance in all (what it delivered while attaching counts), and at most a
   /// drain's share (``TurnWaiter/grantsPerTurn``) as it ends.
   @inlinable var attachShare: Int {
-    max(0, min(TurnWaiter.grantsPerTurn, DeliveryContext.allowancePerCall - deliveredWhileAttaching))
+    let left = DeliveryContext.allowancePerCall - deliveredWhileAttaching
+    return max(0, min(TurnWaiter.grantsPerTurn, left))
   }
 
   /// A drain by the subscribing thread stops while it is attaching (instead of handing the
