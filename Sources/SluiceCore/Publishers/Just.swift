@@ -23,7 +23,7 @@ public struct Just<Output>: Publisher {
 
   @inlinable
   public func receive<S: Subscriber>(subscriber: S) where S.Input == Output, S.Failure == Never {
-    SingleValueSubscription<Output, JustLabel, S>.subscribe(subscriber, to: output)
+    SingleValueSubscription<Output, JustLabel, S, S?>.subscribe(subscriber, to: output)
   }
 }
 

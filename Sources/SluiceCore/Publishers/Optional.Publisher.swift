@@ -22,7 +22,7 @@ extension Optional {
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Wrapped, S.Failure == Never {
       if let output {
-        SingleValueSubscription<Wrapped, OptionalLabel, S>.subscribe(subscriber, to: output)
+        SingleValueSubscription<Wrapped, OptionalLabel, S, S?>.subscribe(subscriber, to: output)
       } else {
         subscriber.receive(subscription: Subscriptions.empty)
         subscriber.receive(completion: .finished)

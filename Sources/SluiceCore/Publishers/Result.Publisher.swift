@@ -33,7 +33,7 @@ extension Result {
     where S.Input == Success, S.Failure == Failure {
       switch result {
       case .success(let value):
-        SingleValueSubscription<Success, OnceLabel, S>.subscribe(subscriber, to: value)
+        SingleValueSubscription<Success, OnceLabel, S, S?>.subscribe(subscriber, to: value)
       case .failure(let error):
         subscriber.receive(subscription: Subscriptions.empty)
         subscriber.receive(completion: .failure(error))
