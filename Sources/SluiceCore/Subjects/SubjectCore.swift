@@ -112,9 +112,14 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       downstream.receive(completion: completion)
     } else {
       // Until it returns, nothing reaches the subscriber on another thread (see
-      // `ConduitState`, **Attaching**).
+      // `ConduitState`, **Attaching**). It runs as inside a delivery: a sender of another
+      // thread may wait for its end (`AttachGate`), so a `send` made inside it must never
+      // block for a turn (it is deferred to the end of this call, see `DeliveryContext`).
+      let context = DeliveryContext.current
+      context.enter()
       downstream.receive(subscription: conduit)
       conduit.attachEnded()
+      context.exit()
     }
   }
 

@@ -174,24 +174,71 @@ struct AttachingSubscriberTests {
     #expect(released == nil, "the subscription let go of its subscriber")
   }
 
-  /// Many values of another thread queued while attaching, then the subscribing thread sends
-  /// one: it delivers them (its share, then the rest as the attach returns), in order, never
-  /// on another thread while attaching.
-  @Test func aLongQueueIsDeliveredInOrderOnTheSubscribingThread() {
+  /// Values of another thread queued while attaching, then the subscribing thread sends one:
+  /// it delivers them at once, in order, its own last, on its own thread.
+  @Test func theSubscribingThreadsSendDeliversWhatWaitsFirst() {
     let subject = PassthroughSubject<Int, Never>()
     let shared = Shared(subject)
     let attacher = Attacher { subscription in
       subscription.request(.unlimited)
-      Self.onAnotherThread { for value in 1...100 { shared.value.send(value) } }
-      shared.value.send(-1)  // this thread's own: after the others' queued before it
+      Self.onAnotherThread { for value in 1...10 { shared.value.send(value) } }
+      shared.value.send(-1)
     }
     subject.subscribe(attacher)
     #expect(attacher.overlapping.isEmpty)
-    #expect(attacher.values == (1...100).map { "\($0)" } + ["-1"])
-    #expect(
-      attacher.events.contains { $0.insideAttach },
-      "the subscribing thread's send delivered part of the queue inside the attach")
+    #expect(attacher.values == (1...10).map { "\($0)" } + ["-1"])
+    #expect(attacher.events.allSatisfy { $0.insideAttach && $0.onSubscribingThread })
     attacher.cancel()
+  }
+
+  /// A sender of another thread that floods a subscriber still attaching waits once a drain's
+  /// share (32) is queued for it, until the attach ends: the queue stays bounded, and the
+  /// subscribe call delivers only those 32 of it; the rest follows on the sender's thread.
+  @Test func aSlowAttachPacesASenderOfAnotherThread() {
+    let subject = PassthroughSubject<Int, Never>()
+    let shared = Shared(subject)
+    let sent = Atomic<Int>(0)
+    let senderDone = DispatchSemaphore(value: 0)
+    let sentWhileAttaching = Atomic<Int>(-1)
+    let attacher = Attacher { subscription in
+      subscription.request(.unlimited)
+      Thread.detachNewThread {
+        for value in 1...1_000 {
+          shared.value.send(value)
+          sent.add(1, ordering: .relaxed)
+        }
+        senderDone.signal()
+      }
+      let deadline = ContinuousClock.now + .seconds(10)
+      while sent.load(ordering: .relaxed) < 31, ContinuousClock.now < deadline { usleep(100) }
+      usleep(50_000)  // time for more sends, were they not paced
+      sentWhileAttaching.store(sent.load(ordering: .relaxed), ordering: .relaxed)
+    }
+    subject.subscribe(attacher)
+    let onSubscribingThread = attacher.events.filter(\.onSubscribingThread).count
+    #expect(senderDone.wait(timeout: .now() + 10) == .success, "the sender went on")
+    #expect(sentWhileAttaching.load(ordering: .relaxed) == 31, "the 32nd send waited")
+    #expect(onSubscribingThread <= 64, "the subscribe call delivered \(onSubscribingThread)")
+    #expect(attacher.overlapping.isEmpty)
+    #expect(attacher.values == (1...1_000).map { "\($0)" })
+    attacher.cancel()
+  }
+
+  /// A replay asked for by another thread while attaching is delivered, even though the
+  /// subject completes before the attach ends (found by the adversary of this change).
+  @Test func aReplayRequestedWhileAttachingSurvivesACompletion() {
+    let subject = CurrentValueSubject<Int, Never>(7)
+    let shared = Shared(subject)
+    let attacher = Attacher { subscription in
+      let sharedSubscription = Shared(subscription)
+      Self.onAnotherThread {
+        sharedSubscription.value.request(.max(1))
+        shared.value.send(completion: .finished)
+      }
+    }
+    subject.subscribe(attacher)
+    #expect(attacher.overlapping.isEmpty)
+    #expect(attacher.values == ["7", "finished"])
   }
 
   /// Subscribers attach while three threads send, complete and request: none of them receives

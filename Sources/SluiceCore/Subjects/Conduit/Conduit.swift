@@ -264,6 +264,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     switch action {
     case .deliver(let downstream): drain(adding: downstream.receive(value))
     case .drain: drain(adding: .none)
+    case .waitForAttach(let gate): gate.wait()
     case .none: break
     }
   }
@@ -343,11 +344,14 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   @inlinable
   func cancelSpecialized() {
     var foreignSender = false
+    var gate: (gate: AttachGate, waiters: Int)?
+    defer { if let gate { gate.gate.release(gate.waiters) } }
     let (released, fastDownstream) = withState {
       state -> (
         (downstream: Downstream?, parent: Parent?, subject: AnyObject?, queue: [Output?]),
         Downstream?
       ) in
+      gate = state.openAttachGate()
       guard state.downstream != nil else { return (state.cancelled(), nil) }
       let suspension = suspendFastPath(state.parent)
       if suspension == .inFlight { state.draining = true }
@@ -486,7 +490,9 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   /// is — or opens the fast path.
   @inlinable
   func attachEnded() {
+    var gate: (gate: AttachGate, waiters: Int)?
     let (drains, share, replayParent) = withState { state -> (Bool, Int, Parent?) in
+      gate = state.openAttachGate()
       let replays =
         replaysCurrentValue && state.owedValue != nil && state.queueHead == state.queue.count
       let share = state.attachShare
@@ -496,6 +502,9 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       }
       return (true, share, replays && state.completion == nil ? state.parent : nil)
     }
+    // Senders that waited for the attach go on (what they add now waits for this drain, which
+    // hands it to their turn past its share).
+    if let gate { gate.gate.release(gate.waiters) }
     guard drains else { return }
     guard let replayParent else {
       drain(adding: .none, share: share)

@@ -54,6 +54,9 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   /// How many values the subscribing thread delivered while attaching: what is left of its
   /// call's allowance is the share of the drain that ``attachEnded()`` starts.
   @usableFromInline var deliveredWhileAttaching = 0
+  /// Where senders of other threads wait while the subscriber attaches with a full share
+  /// queued (made by the first of them); opened as the attach ends or at `cancel()`.
+  @usableFromInline var attachGate: AttachGate?
   /// Values accepted against demand while a drainer was delivering, oldest first.
   /// (Each value is moved out as it is delivered, so the buffer never holds the last
   /// reference to one: released under the lock, its `deinit` could call the subject.)
@@ -97,8 +100,16 @@ struct ConduitState<Downstream: Subscriber, Parent> {
     /// The subscribing thread, while attaching, found values of other threads queued and
     /// nobody draining them: it drains them, this value after them.
     case drain
+    /// Another thread's value, queued while the subscriber attaches with a full share queued:
+    /// the sender waits at the gate (after unlocking) until the attach ends.
+    case waitForAttach(AttachGate)
     case none
   }
+
+  /// How many values of other threads may wait for a subscriber that is attaching before
+  /// their senders wait for the attach to end: a drain's share, so that the subscribe call
+  /// delivers a bounded number of them.
+  @inlinable static var attachQueueLimit: Int { TurnWaiter.grantsPerTurn }
 
   /// `replaced`: a value owed before, which the caller releases after unlocking (its `deinit`
   /// may call the subject or cancel this subscription).
@@ -115,9 +126,14 @@ struct ConduitState<Downstream: Subscriber, Parent> {
     }
     demand -= 1
     replaced = owedValue.take()
-    if draining || !mayDrainHere {
+    let here = mayDrainHere
+    if draining || !here {
       queue.append(value)
-      return .none
+      guard !here, queue.count - queueHead >= Self.attachQueueLimit else { return .none }
+      let gate = attachGate ?? AttachGate()
+      attachGate = gate
+      gate.waiters += 1
+      return .waitForAttach(gate)
     }
     draining = true
     // Idle with values queued only while attaching (see `pausedForAttach`).
@@ -161,6 +177,13 @@ struct ConduitState<Downstream: Subscriber, Parent> {
     }
     draining = true
     return true
+  }
+
+  /// Opens the gate where senders wait for the attach (as it ends, or at `cancel()`): the gate
+  /// and how many to release after unlocking, or `nil`.
+  @inlinable mutating func openAttachGate() -> (gate: AttachGate, waiters: Int)? {
+    guard let gate = attachGate.take() else { return nil }
+    return (gate, gate.open())
   }
 
   /// The share of the drain ``attachEnded()`` starts: a subscribe call delivers at most one
@@ -219,7 +242,8 @@ struct ConduitState<Downstream: Subscriber, Parent> {
       if attachingThread != 0 { deliveredWhileAttaching += 1 }
       return .deliver(downstream, value)
     }
-    if completion == nil, demand > 0, let owed = owedValue.take() {
+    // Demand came for the owed value (a request): it is the subscriber's, completion or not.
+    if demand > 0, let owed = owedValue.take() {
       demand -= 1
       if attachingThread != 0 { deliveredWhileAttaching += 1 }
       return .deliver(downstream, owed)
