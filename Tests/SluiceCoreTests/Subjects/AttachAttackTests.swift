@@ -18,7 +18,8 @@ struct AttachAttackTests {
   /// from another thread while inside `receive(subscription:)`, more values than demanded,
   /// anything after a completion or after `cancel()` returned.
   final class Spy: Subscriber, @unchecked Sendable {
-    // Safety: `state` is a Mutex; `busy` an Atomic; closures set once at init.
+    // Safety: `state` is a SharedBox (an NSLock, whose hand-overs the thread sanitizer sees,
+    // unlike a contended Mutex's on Linux); `busy` an Atomic; closures set once at init.
     typealias Input = Int
     typealias Failure = Never
     struct State {
@@ -39,7 +40,7 @@ struct AttachAttackTests {
       /// but before `subscribe` returned (the attach's end).
       var deliveredAtAttachEnd = 0
     }
-    let state = Mutex(State())
+    let state = SharedBox(State())
     let busy = Atomic<Bool>(false)
     let overlaps = Atomic<Int>(0)
     let whileAttaching: (Spy, any Subscription) -> Void
@@ -167,8 +168,8 @@ struct AttachAttackTests {
   /// subscriber must not wait for it there. ``start(_:)`` lets it run until it returns or
   /// 300 ms pass; ``waitAll()`` waits for every one after the attach.
   final class Senders: @unchecked Sendable {
-    // Safety: `returned` is a Mutex.
-    let returned = Mutex<[DispatchSemaphore]>([])
+    // Safety: `returned` is a SharedBox.
+    let returned = SharedBox<[DispatchSemaphore]>([])
 
     func start(_ body: @escaping @Sendable () -> Void) {
       let done = AttachAttackTests.start(body)
@@ -357,11 +358,11 @@ struct AttachAttackTests {
   /// demanded, never on another thread inside, senders' order kept.
   @Test func replaysRacingSendsAndRequestsWhileAttaching() async {
     let rounds = 150
-    let failures = Mutex<[String]>([])
+    let failures = SharedBox<[String]>([])
     for round in 0..<rounds {
       let subject = CurrentValueSubject<Int, Never>(-1)
       let shared = Shared(subject)
-      let spies = Mutex<[Spy]>([])
+      let spies = SharedBox<[Spy]>([])
       await concurrently(3) { index in
         switch index {
         case 0:
@@ -657,7 +658,7 @@ struct AttachAttackTests {
   @Test func attachInsideADeliveryWhileAnotherThreadSends() {
     let subject = PassthroughSubject<Int, Never>()
     let shared = Shared(subject)
-    let attached = Mutex<[Spy]>([])
+    let attached = SharedBox<[Spy]>([])
     let trigger = Spy { spy, subscription in
       spy.request(subscription, .unlimited)
     } onValue: {
@@ -740,13 +741,13 @@ struct AttachAttackTests {
   }
 
   @Test func operatorsInFrontOfAnAttachingSubscriber() async {
-    let failures = Mutex<[String]>([])
+    let failures = SharedBox<[String]>([])
     for round in 0..<20 {
       let subject = PassthroughSubject<Int, Never>()
       let shared = Shared(subject)
       for (name, publisher) in Self.shapes(subject) {
         let shapePublisher = Shared(publisher)
-        let spies = Mutex<[Spy]>([])
+        let spies = SharedBox<[Spy]>([])
         await concurrently(3) { index in
           if index == 0 {
             for n in 0..<5 {
@@ -858,9 +859,9 @@ struct AttachAttackTests {
   /// every subscriber released.
   @Test func churnWhileSending() async {
     let weakCount = Atomic<Int>(0)
-    let failures = Mutex<[String]>([])
+    let failures = SharedBox<[String]>([])
     final class WeakBox: @unchecked Sendable { weak var spy: Spy? }
-    let boxes = Mutex<[WeakBox]>([])
+    let boxes = SharedBox<[WeakBox]>([])
     for _ in 0..<20 {
       let subject = CurrentValueSubject<Int, Never>(0)
       let shared = Shared(subject)

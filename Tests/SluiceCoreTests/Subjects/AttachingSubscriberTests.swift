@@ -28,7 +28,7 @@ struct AttachingSubscriberTests {
 
   /// Runs `whileAttaching` inside `receive(subscription:)` and records every signal.
   final class Attacher: Subscriber, @unchecked Sendable {
-    // Safety: `state` is a Mutex; the closure is set once at init.
+    // Safety: `state` is a SharedBox (NSLock); the closure is set once at init.
     typealias Input = Int
     typealias Failure = Never
     struct State {
@@ -37,7 +37,7 @@ struct AttachingSubscriberTests {
       var subscribingThread: pthread_t?
       var events: [Event] = []
     }
-    let state = Mutex(State())
+    let state = SharedBox(State())
     let whileAttaching: (any Subscription) -> Void
 
     init(whileAttaching: @escaping (any Subscription) -> Void) {
@@ -251,7 +251,7 @@ struct AttachingSubscriberTests {
     for _ in 0..<rounds {
       let subject = PassthroughSubject<Int, Never>()
       let shared = Shared(subject)
-      let attachers = Mutex<[Attacher]>([])
+      let attachers = SharedBox<[Attacher]>([])
       await concurrently(3) { index in
         if index == 0 {
           for _ in 0..<20 {
