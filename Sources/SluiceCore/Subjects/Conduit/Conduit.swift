@@ -502,9 +502,11 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       }
       return (true, share, replays && state.completion == nil ? state.parent : nil)
     }
-    // Senders that waited for the attach go on (what they add now waits for this drain, which
-    // hands it to their turn past its share).
-    if let gate { gate.gate.release(gate.waiters) }
+    // Senders that waited for the attach go on once this drain has taken its share (until
+    // then nothing is added to the queue; past the share the rest is handed to the waiting
+    // sender's turn, which then runs it): had they gone on at once, a fast sender could have
+    // queued more than this call may deliver, and left the turn free for it to take.
+    defer { if let gate { gate.gate.release(gate.waiters) } }
     guard drains else { return }
     guard let replayParent else {
       drain(adding: .none, share: share)
