@@ -39,6 +39,8 @@ struct AttachAttackTests {
       /// Values delivered on the subscribing thread after `receive(subscription:)` returned
       /// but before `subscribe` returned (the attach's end).
       var deliveredAtAttachEnd = 0
+      /// Values delivered on the subscribing thread inside `receive(subscription:)`.
+      var deliveredInside = 0
     }
     let state = SharedBox(State())
     let busy = Atomic<Bool>(false)
@@ -108,6 +110,7 @@ struct AttachAttackTests {
         if !state.inside, state.inSubscribeCall, state.subscribingThread == pthread_self() {
           state.deliveredAtAttachEnd += 1
         }
+        if state.inside, state.subscribingThread == pthread_self() { state.deliveredInside += 1 }
       }
       exit()
       let more = onValue(self, input)
