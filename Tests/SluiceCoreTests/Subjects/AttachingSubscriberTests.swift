@@ -159,24 +159,6 @@ struct AttachingSubscriberTests {
     spy.cancel()
   }
 
-  /// A replay asked for by another thread while attaching is delivered, even though the
-  /// subject completes before the attach ends (found by the adversary of this change).
-  @Test func aReplayRequestedWhileAttachingSurvivesACompletion() {
-    let subject = CurrentValueSubject<Int, Never>(7)
-    let shared = Shared(subject)
-    let spy = Spy { spy, subscription in
-      let sharedSubscription = Shared(subscription)
-      Self.onAnotherThread {
-        spy.request(sharedSubscription.value, .max(1))
-        shared.value.send(completion: .finished)
-      }
-    }
-    spy.attach(to: subject)
-    #expect(spy.values == [7])
-    #expect(spy.snapshot.completions == 1)
-    spy.expectRules()
-  }
-
   /// Subscribers attach while two threads send: none of them receives anything on another
   /// thread while it attaches, and each receives every sender's values in order.
   @Test func attachingWhileThreadsSend() async {
