@@ -1,40 +1,59 @@
-public import Dispatch
-
-/// Where a subject's sender waits while a subscriber it delivers to is still inside
-/// `receive(subscription:)` on another thread with a full share of values queued (see
-/// ``ConduitState``, **Attaching**): the sender feels the attach's pace, as it feels a slow
-/// `receive`, instead of queueing values for that subscriber without bound.
+/// Where the senders of other threads wait while a subscriber they deliver to is still inside
+/// `receive(subscription:)` with a full share of values queued (see ``ConduitState``,
+/// **Attaching**): each sender feels the attach's pace, as it feels a slow `receive`, instead
+/// of queueing values for that subscriber without bound.
+///
+/// A sender waits as it waits for a turn (a ``TurnWaiter``, dismissed when the gate opens), and
+/// by the same rule: a thread inside a delivery — a sender always is, holding the subject's
+/// turn as it offers — never blocks there; it defers the wait to the end of its outermost call
+/// (see ``DeliveryContext``), holding no turn by then. So a sender's value is queued, its call
+/// goes on (its other subscribers, what it was handed) and returns only once the attach ends;
+/// and two threads each attaching while sending into the other's subject cannot deadlock.
+/// A thread waits here at most once per gate (its later values are queued behind it).
 ///
 /// Made (at most once per conduit) by the first sender that must wait, under the conduit's
-/// lock; opened once, by the attach's end or by a `cancel()`, which release every waiter.
-///
-/// The wait ends unless the subscriber's `receive(subscription:)` itself blocks until that
-/// sender's call returns: the subscribing thread runs that call as inside a delivery, so a
-/// `send` it makes there never blocks for a turn (see ``DeliveryContext``).
+/// lock; opened once, by the attach's end or by a `cancel()`, which dismiss every waiter after
+/// unlocking — but for one, granted the rest of the attach's drain if its share left values
+/// (their senders deliver them, not the subscribe call). The wait ends unless the subscriber's `receive(subscription:)` itself blocks until
+/// that sender's call returns (or on anything that needs its thread): the subscribing thread
+/// runs that call as inside a delivery, so a `send` it makes there never blocks for a turn.
 @usableFromInline
 final class AttachGate: @unchecked Sendable {
-  // Safety: `waiters` and `isOpen` are read and written only under the owning conduit's lock;
-  // the semaphore is thread-safe.
-  /// Senders that will wait (counted under the conduit's lock before they do).
-  @usableFromInline var waiters = 0
-  @usableFromInline var isOpen = false
-  @usableFromInline let opened = DispatchSemaphore(value: 0)
+  // Safety: `waiters` is read and written only under the owning conduit's lock (`open()`
+  // takes it there); the waiters are thread-safe.
+  @usableFromInline var waiters: [TurnWaiter] = []
 
   @usableFromInline init() {}
 
-  /// By a sender, holding no lock, after counting itself in ``waiters``: blocks until opened.
-  @inlinable func wait() { opened.wait() }
-
-  /// Under the conduit's lock: opens the gate; returns how many waiters to release (after
-  /// unlocking, with ``release(_:)``).
-  @inlinable func open() -> Int {
-    isOpen = true
-    defer { waiters = 0 }
-    return waiters
+  /// Under the conduit's lock: the calling thread's waiter at this gate, or `nil` if it waits
+  /// here already (its value is queued, and its call waits once).
+  @usableFromInline func waiter(for context: DeliveryContext) -> TurnWaiter? {
+    let thread = context.identity
+    if waiters.contains(where: { $0.thread == thread }) { return nil }
+    let waiter = TurnWaiter(for: context)
+    waiters.append(waiter)
+    return waiter
   }
 
-  /// After unlocking: lets `count` waiters go on.
-  @inlinable func release(_ count: Int) {
-    for _ in 0..<count { opened.signal() }
+  /// Under the conduit's lock: opens the gate; returns the waiters to dismiss after unlocking.
+  @inlinable func open() -> [TurnWaiter] {
+    defer { waiters = [] }
+    return waiters
+  }
+}
+
+extension TurnWaiter {
+  /// A sender's wait at an ``AttachGate``: deferred to the end of its outermost call if it is
+  /// inside a delivery (always, as it offers), else now. Dismissed as the gate opens — or
+  /// granted, to one of them, when the attach's drain left values it may not deliver: that
+  /// sender then runs `resume` (continues the drain).
+  @usableFromInline
+  func waitForAttach(resume: @escaping () -> Void) {
+    let context = DeliveryContext.current
+    if context.mustNotBlock {
+      context.deferTurn(self, resume: resume)
+    } else if wait() {
+      resume()
+    }
   }
 }

@@ -264,7 +264,16 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     switch action {
     case .deliver(let downstream): drain(adding: downstream.receive(value))
     case .drain: drain(adding: .none)
-    case .waitForAttach(let gate): gate.wait()
+    case .waitForAttach(let waiter):
+      // Granted (not dismissed) when the attach's drain stopped with values left: this
+      // sender, which queued them, then continues that drain (see `attachEnded()`).
+      waiter.waitForAttach { [self] in
+        if let parent = withState({ $0.parent }) {
+          parent.continueDrain(of: self)
+        } else {
+          drain(adding: .none, handingOff: false)  // ended meanwhile: releases what it kept
+        }
+      }
     case .none: break
     }
   }
@@ -344,14 +353,14 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   @inlinable
   func cancelSpecialized() {
     var foreignSender = false
-    var gate: (gate: AttachGate, waiters: Int)?
-    defer { if let gate { gate.gate.release(gate.waiters) } }
+    var gateWaiters: [TurnWaiter] = []
+    defer { for waiter in gateWaiters { waiter.dismiss() } }
     let (released, fastDownstream) = withState {
       state -> (
         (downstream: Downstream?, parent: Parent?, subject: AnyObject?, queue: [Output?]),
         Downstream?
       ) in
-      gate = state.openAttachGate()
+      gateWaiters = state.openAttachGate()
       guard state.downstream != nil else { return (state.cancelled(), nil) }
       let suspension = suspendFastPath(state.parent)
       if suspension == .inFlight { state.draining = true }
@@ -405,7 +414,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   @discardableResult
   func drain(
     adding demand: Subscribers.Demand, handingOff: Bool = true, charged: Bool = false,
-    share: Int = TurnWaiter.grantsPerTurn
+    share: Int = TurnWaiter.grantsPerTurn, handOff: ((Parent) -> Void)? = nil
   ) -> Bool {
     var more = demand
     var delivered = 0
@@ -418,13 +427,16 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
         case .stopped: return true
         }
       }
-      if handingOff, delivered == share {
-        delivered = 0
+      // Past its share, every step checks (a queue found empty may fill again before the
+      // next step: the share is never exceeded).
+      if handingOff, delivered >= share {
         switch stop(adding: more) {
         case .goOn: break
         case .paused: return false
         case .stopped(let parent):
-          parent?.continueDrain(of: self)
+          if let parent {
+            if let handOff { handOff(parent) } else { parent.continueDrain(of: self) }
+          }
           return false
         }
       }
@@ -490,9 +502,10 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   /// is — or opens the fast path.
   @inlinable
   func attachEnded() {
-    var gate: (gate: AttachGate, waiters: Int)?
+    var gateWaiters: [TurnWaiter] = []
+    var granted: TurnWaiter?
     let (drains, share, replayParent) = withState { state -> (Bool, Int, Parent?) in
-      gate = state.openAttachGate()
+      gateWaiters = state.openAttachGate()
       let replays =
         replaysCurrentValue && state.owedValue != nil && state.queueHead == state.queue.count
       let share = state.attachShare
@@ -503,13 +516,23 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       return (true, share, replays && state.completion == nil ? state.parent : nil)
     }
     // Senders that waited for the attach go on once this drain has taken its share (until
-    // then nothing is added to the queue; past the share the rest is handed to the waiting
-    // sender's turn, which then runs it): had they gone on at once, a fast sender could have
-    // queued more than this call may deliver, and left the turn free for it to take.
-    defer { if let gate { gate.gate.release(gate.waiters) } }
+    // then nothing is added to the queue). Past the share, the rest goes to one of them (its
+    // wait is granted: it continues the drain, through the subject's turn), which queued it —
+    // not to this call, which would deliver it all if the turn were free. Had they gone on at
+    // once, a fast sender could have queued more than this call may deliver.
+    defer {
+      granted?.grant()
+      for waiter in gateWaiters { waiter.dismiss() }
+    }
     guard drains else { return }
     guard let replayParent else {
-      drain(adding: .none, share: share)
+      drain(adding: .none, share: share) { parent in
+        if gateWaiters.isEmpty {
+          parent.continueDrain(of: self)
+        } else {
+          granted = gateWaiters.removeFirst()
+        }
+      }
       return
     }
     replayParent.withReplayTurn { charged in

@@ -51,8 +51,9 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   /// While the subscriber's `receive(subscription:)` runs: the subscribing thread (its
   /// ``currentThreadIdentity()``), the only one that may drain meanwhile; 0 after.
   @usableFromInline var attachingThread: UInt
-  /// How many values the subscribing thread delivered while attaching: what is left of its
-  /// call's allowance is the share of the drain that ``attachEnded()`` starts.
+  /// How many values the subscribing thread delivered while attaching (drained, or offered by
+  /// its own turn: another thread's handed over, say): what is left of its call's allowance
+  /// is the share of the drain that ``attachEnded()`` starts.
   @usableFromInline var deliveredWhileAttaching = 0
   /// Where senders of other threads wait while the subscriber attaches with a full share
   /// queued (made by the first of them); opened as the attach ends or at `cancel()`.
@@ -101,8 +102,9 @@ struct ConduitState<Downstream: Subscriber, Parent> {
     /// nobody draining them: it drains them, this value after them.
     case drain
     /// Another thread's value, queued while the subscriber attaches with a full share queued:
-    /// the sender waits at the gate (after unlocking) until the attach ends.
-    case waitForAttach(AttachGate)
+    /// the sender waits at the gate (after unlocking; deferred to the end of its call, see
+    /// ``AttachGate``) until the attach ends.
+    case waitForAttach(TurnWaiter)
     case none
   }
 
@@ -132,8 +134,8 @@ struct ConduitState<Downstream: Subscriber, Parent> {
       guard !here, queue.count - queueHead >= Self.attachQueueLimit else { return .none }
       let gate = attachGate ?? AttachGate()
       attachGate = gate
-      gate.waiters += 1
-      return .waitForAttach(gate)
+      guard let waiter = gate.waiter(for: DeliveryContext.current) else { return .none }
+      return .waitForAttach(waiter)
     }
     draining = true
     // Idle with values queued only while attaching (see `pausedForAttach`).
@@ -141,6 +143,7 @@ struct ConduitState<Downstream: Subscriber, Parent> {
       queue.append(value)
       return .drain
     }
+    if attachingThread != 0 { deliveredWhileAttaching += 1 }
     return .deliver(downstream)
   }
 
@@ -179,11 +182,10 @@ struct ConduitState<Downstream: Subscriber, Parent> {
     return true
   }
 
-  /// Opens the gate where senders wait for the attach (as it ends, or at `cancel()`): the gate
-  /// and how many to release after unlocking, or `nil`.
-  @inlinable mutating func openAttachGate() -> (gate: AttachGate, waiters: Int)? {
-    guard let gate = attachGate.take() else { return nil }
-    return (gate, gate.open())
+  /// Opens the gate where senders wait for the attach (as it ends, or at `cancel()`): the
+  /// waiters to dismiss after unlocking.
+  @inlinable mutating func openAttachGate() -> [TurnWaiter] {
+    attachGate.take()?.open() ?? []
   }
 
   /// The share of the drain ``attachEnded()`` starts: a subscribe call delivers at most one
