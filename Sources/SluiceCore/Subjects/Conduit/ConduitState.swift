@@ -17,7 +17,9 @@
 /// value an upstream sends inside the request). A drain of that thread that has spent its
 /// share stops with the rest queued (``pausedForAttach(adding:)``: idle with values queued,
 /// the one state where that happens), and ``attachEnded()`` hands what is left to the drain
-/// loop.
+/// loop. Once ``attachQueueLimit`` values of other threads are queued, their senders wait at
+/// the ``AttachGate`` (at the end of their calls) until the attach ends: the queue, and what
+/// the subscribe call delivers, stay bounded (``attachShare``).
 ///
 /// States: `live` (has a downstream) with `draining` on or off, and `attaching` on or off →
 /// `terminal` (no downstream).
@@ -25,12 +27,13 @@
 /// Transitions and actions (performed by ``Conduit`` after unlocking):
 /// | event | live, idle | live, draining | terminal |
 /// |---|---|---|---|
-/// | `offered(v)`, demand > 0 | demand −1, become drainer: deliver `v` (attaching, by another thread: queue `v`; paused, by the subscribing thread: queue `v`, drain) | demand −1, queue `v` | ignore |
+/// | `offered(v)`, demand > 0 | demand −1, become drainer: deliver `v` (attaching, by another thread: queue `v`, and at the limit the sender waits at the gate; paused, by the subscribing thread: queue `v`, drain) | demand −1, queue `v` (same gate) | ignore |
 /// | `offered(v)`, demand = 0 | drop `v` (replaying: owe the current value) | same | ignore |
 /// | `requested(n)` | demand +n, become drainer (attaching: only the subscribing thread) | demand +n | ignore |
 /// | `finished(c)` | remember `c`, become drainer (attaching: only the subscribing thread) | remember `c` | ignore |
 /// | `nextStep(+n)` (drainer only) | — | queued value, else owed current value, else completion, else idle | idle |
-/// | `attachEnded()` (subscribing thread) | attaching off; if anything waits, become drainer | — | nothing |
+/// | `attachEnded()` (subscribing thread) | attaching off, gate opened; if anything waits, become drainer (past its share, the rest to a waiting sender) | — | nothing |
+/// | `cancelled` while attaching | gate opened (its senders go on) | same | — |
 /// | the drainer's share spent, values queued | — | attaching: idle, paused (the rest waits); else handed to the subject's turn | — |
 /// | `cancelled` | terminal, release everything | same | nothing |
 @usableFromInline
