@@ -414,7 +414,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   @discardableResult
   func drain(
     adding demand: Subscribers.Demand, handingOff: Bool = true, charged: Bool = false,
-    share: Int = TurnWaiter.grantsPerTurn, handOff: ((Parent) -> Void)? = nil
+    share: Int = TurnWaiter.grantsPerTurn, handsOff: Bool = true
   ) -> Bool {
     var more = demand
     var delivered = 0
@@ -434,9 +434,9 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
         case .goOn: break
         case .paused: return false
         case .stopped(let parent):
-          if let parent {
-            if let handOff { handOff(parent) } else { parent.continueDrain(of: self) }
-          }
+          // Not `handsOff`: the caller hands the rest on (`true`).
+          guard handsOff else { return true }
+          parent?.continueDrain(of: self)
           return false
         }
       }
@@ -526,12 +526,17 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     }
     guard drains else { return }
     guard let replayParent else {
-      drain(adding: .none, share: share) { parent in
-        if gateWaiters.isEmpty {
+      // (Not a closure capturing `granted` and `gateWaiters`: an escaping one would box both,
+      // two allocations per subscribe.)
+      guard drain(adding: .none, share: share, handsOff: false) else { return }
+      if gateWaiters.isEmpty {
+        if let parent = withState({ $0.parent }) {
           parent.continueDrain(of: self)
         } else {
-          granted = gateWaiters.removeFirst()
+          drain(adding: .none, handingOff: false)  // ended meanwhile: releases what it kept
         }
+      } else {
+        granted = gateWaiters.removeFirst()
       }
       return
     }
