@@ -93,11 +93,12 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   @inlinable
   func subscribe<Downstream: Subscriber>(_ downstream: Downstream, subject: AnyObject? = nil)
   where Downstream.Input == Output, Downstream.Failure == Failure {
+    let context = DeliveryContext.current
     let conduit = Conduit<Downstream, ConduitState<Downstream, SubjectCore>, Downstream?>(
       parent: self,
       state: ConduitState(
         downstream: downstream, parent: self, subject: subject,
-        replaysCurrentValue: replaysCurrentValue, attachingThread: currentThreadIdentity()),
+        replaysCurrentValue: replaysCurrentValue, attachingThread: context.identity),
       fastDownstream: downstream)
     let (completion, garbage) = state.withLock {
       state -> (Subscribers.Completion<Failure>?, SharedSubscriberList<Output, Failure>.Garbage) in
@@ -115,7 +116,6 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       // `ConduitState`, **Attaching**). It runs as inside a delivery: a sender of another
       // thread may wait for its end (`AttachGate`), so a `send` made inside it must never
       // block for a turn (it is deferred to the end of this call, see `DeliveryContext`).
-      let context = DeliveryContext.current
       context.enter()
       downstream.receive(subscription: conduit)
       conduit.attachEnded()
