@@ -155,19 +155,11 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   /// unconstrained generic goes through the runtime's casts.)
   @inlinable @inline(__always)
   static func sink(of downstream: Downstream) -> SinkDownstream? {
-    if Downstream.self == SinkDownstream.self {
-      return reinterpret(downstream, as: SinkDownstream.self)
-    }
-    return reinterpret(downstream, as: ErasedDownstream.self).box.sink
-  }
-
-  @inlinable @inline(__always)
-  static func reinterpret<Value, Target>(_ value: Value, as target: Target.Type) -> Target {
-    unsafeBitCast(value, to: target)
+    SinkDownstream.sink(of: downstream)
   }
 
   /// This conduit as `Sink.releaseOwner` names it: its address.
-  @inlinable var ownerWord: UInt { UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque()) }
+  @inlinable var ownerWord: UInt { SinkDownstream.ownerWord(self) }
 
   /// At the end of the subscription, after the last delivery: if the subscriber is a sink that
   /// handed this conduit its closure's release, releases it (deciding for the sink's own gate

@@ -15,6 +15,14 @@ public import Synchronization
 /// (a delivery checks the flag it sets just before calling the subscriber), and the subscriber
 /// is released.
 ///
+/// **A `sink`** (directly, or behind the `AnySubscriber` an `AnyPublisher` wraps it in) hands
+/// the subscription the release of its `receiveValue` closure at its first request
+/// (`Subscribers.Sink._claimValueRelease(for:)`): the drain, the only deliverer, then calls the
+/// closure without the sink's gate (two atomic read-modify-write operations less per value:
+/// about a sixth of the client event loop's time at 10 million values a second), and the
+/// subscription releases it after its last delivery — at `cancel()` if no chunk is being
+/// delivered, otherwise when that chunk is over, and before a completion.
+///
 /// `@inlinable` on the per-value path (request, drain): the subscriber's and the value's types
 /// are specialised in the client's module, as the main package's subscriptions are.
 @usableFromInline
@@ -28,6 +36,11 @@ where Downstream.Input == Value, Downstream.Failure == RemotePipelineError {
   struct Guarded {
     @usableFromInline var machine = RemoteSubscriptionState()
     @usableFromInline var downstream: Downstream?
+    /// The subscriber is a sink whose `receiveValue` this subscription releases (see the type).
+    @usableFromInline var ownsSinkRelease = false
+    /// The drain is delivering a chunk, outside the lock: a cancel meanwhile leaves the sink's
+    /// release to the drain, as the chunk ends.
+    @usableFromInline var delivering = false
 
     @inlinable init(downstream: Downstream) { self.downstream = downstream }
   }
@@ -55,7 +68,17 @@ where Downstream.Input == Value, Downstream.Failure == RemotePipelineError {
         "API Violation: request(.none) on a RemotePipeline subscription: demand must not be "
           + "zero; request at least .max(1)")
     }
-    switch state.withLock({ $0.machine.requested(demand) }) {
+    let action = state.withLock { guarded in
+      if !guarded.ownsSinkRelease, let downstream = guarded.downstream,
+        let sink = Sink._releasable(downstream)
+      {
+        // The sink's first request, on the subscription it accepted (an atomic operation on
+        // the sink, no call out).
+        guarded.ownsSinkRelease = sink._claimValueRelease(for: self)
+      }
+      return guarded.machine.requested(demand)
+    }
+    switch action {
     case .none: break
     case .connect: connect()
     case .drain(let loop):
@@ -67,13 +90,23 @@ where Downstream.Input == Value, Downstream.Failure == RemotePipelineError {
   @usableFromInline
   func cancel() {
     cancelledFlag.store(true, ordering: .sequentiallyConsistent)
-    let (channel, downstream) = state.withLock { guarded in
+    let (channel, downstream, releases) = state.withLock { guarded in
       let channel = guarded.machine.cancelled()
       defer { guarded.downstream = nil }
-      return (channel, guarded.downstream)
+      return (channel, guarded.downstream, guarded.ownsSinkRelease && !guarded.delivering)
     }
     channel?.close(promise: nil)
+    if releases, let downstream { endSinkRelease(downstream) }
     withExtendedLifetime(downstream) {}  // released here, after unlocking
+  }
+
+  @usableFromInline typealias Sink = Subscribers.Sink<Value, RemotePipelineError>
+
+  /// After the last delivery to a sink whose release this subscription owns: releases its
+  /// `receiveValue` (idempotent; see the type).
+  @inlinable
+  func endSinkRelease(_ downstream: Downstream) {
+    Sink._releasable(downstream)?._endValueRelease(by: self)
   }
 
   /// Delivers what the state machine hands out, until it says there is nothing to do. Runs on
@@ -81,7 +114,12 @@ where Downstream.Input == Value, Downstream.Failure == RemotePipelineError {
   @inlinable
   func drain() {
     while true {
-      let (step, downstream) = state.withLock { ($0.machine.nextStep(), $0.downstream) }
+      let (step, downstream, ownsSinkRelease) = state.withLock {
+        guarded -> (RemoteSubscriptionState.Step, Downstream?, Bool) in
+        let step = guarded.machine.nextStep()
+        if case .deliver = step { guarded.delivering = true }
+        return (step, guarded.downstream, guarded.ownsSinkRelease)
+      }
       switch step {
       case .idle:
         return
@@ -90,24 +128,41 @@ where Downstream.Input == Value, Downstream.Failure == RemotePipelineError {
       case .complete(let completion, let channel):
         channel?.close(promise: nil)
         state.withLock { $0.downstream = nil }
+        if ownsSinkRelease, let downstream { endSinkRelease(downstream) }
         if !cancelledFlag.load(ordering: .sequentiallyConsistent) {
           downstream?.receive(completion: completion)
         }
         return
       case .deliver(let frames):
-        guard let downstream else { return }
+        guard let downstream else {
+          state.withLock { $0.delivering = false }
+          return
+        }
+        let sink = ownsSinkRelease ? Sink._releasable(downstream) : nil
         // Borrowed, not copied, one frame after the other.
         let outcome = frames.withUnsafeBufferPointer { frames in
-          deliver(frames, to: downstream)
+          deliver(frames, to: downstream, sink: sink)
         }
         switch outcome {
-        case .delivered(let more): state.withLock { $0.machine.delivered(more) }
-        case .cancelled: return
+        case .delivered(let more):
+          let cancelled = state.withLock { guarded in
+            guarded.delivering = false
+            guarded.machine.delivered(more)
+            return guarded.machine.isClosed
+          }
+          // Cancelled while the chunk was delivered: the cancel left the release to this drain.
+          if cancelled, let sink { sink._endValueRelease(by: self) }
+        case .cancelled:
+          state.withLock { $0.delivering = false }
+          sink?._endValueRelease(by: self)
+          return
         case .undecodable(let error):
           let step = state.withLock {
+            $0.delivering = false
             $0.downstream = nil
             return $0.machine.undecodable(.malformedFrame("a value frame: \(error)"))
           }
+          sink?._endValueRelease(by: self)
           if case .complete(let completion, let channel) = step {
             channel?.close(promise: nil)
             downstream.receive(completion: completion)
@@ -129,9 +184,29 @@ where Downstream.Input == Value, Downstream.Failure == RemotePipelineError {
     case undecodable(any Error)
   }
 
-  /// Delivers the values of `frames` (value frames, their demand already taken).
+  /// Delivers the values of `frames` (value frames, their demand already taken), to `sink` if
+  /// this subscription owns its release (it is `downstream` or what it wraps; its demand is
+  /// `.unlimited`), else to `downstream`.
   @inlinable
-  func deliver(_ frames: UnsafeBufferPointer<WireFrame>, to downstream: Downstream) -> Delivered {
+  func deliver(
+    _ frames: UnsafeBufferPointer<WireFrame>, to downstream: Downstream, sink: Sink?
+  ) -> Delivered {
+    guard let sink else { return deliver(frames) { downstream.receive($0) } }
+    // Borrowed for the chunk: no reference counting per value.
+    return Unmanaged.passUnretained(sink)._withUnsafeGuaranteedRef { sink in
+      deliver(frames) {
+        sink._receiveFromReleaseOwner($0)
+        return .none
+      }
+    }
+  }
+
+  /// Decodes each of `frames` and hands it to `receive`, until a cancel or a payload that is
+  /// not a value.
+  @inlinable @inline(__always)
+  func deliver(
+    _ frames: UnsafeBufferPointer<WireFrame>, _ receive: (Value) -> Subscribers.Demand
+  ) -> Delivered {
     var more = Subscribers.Demand.none
     for index in frames.indices {
       guard !cancelledFlag.load(ordering: .sequentiallyConsistent) else { return .cancelled }
@@ -141,7 +216,7 @@ where Downstream.Input == Value, Downstream.Failure == RemotePipelineError {
       } catch {
         return .undecodable(error)
       }
-      more += downstream.receive(value)
+      more += receive(value)
     }
     return .delivered(more)
   }
