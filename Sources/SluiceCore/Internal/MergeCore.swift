@@ -21,6 +21,12 @@
 /// inside a delivery of this merge (the same thread) is buffered without waiting.
 /// **Completion**: finishes when the outer publisher (if any) and every inner have finished and
 /// the buffer is drained; the first failure cancels everything else and fails at once.
+/// **A `sink`** downstream (or the `AnySubscriber` an `AnyPublisher` wraps one in) hands the
+/// merge the release of its `receiveValue` closure at its first request
+/// (`Subscribers.Sink._claimValueRelease(for:)`): the turn's holder then calls the closure
+/// without the sink's gate (two atomic read-modify-write operations less per value), and the
+/// merge releases it once it is terminal and no turn is delivering — at `cancel()` or a
+/// failure if no turn is, otherwise as that turn ends — and before a completion.
 ///
 /// States: `live` → `terminal`; while live, one thread at a time may be delivering (its turn, a
 /// ``DeliveryTurn``).
@@ -32,7 +38,7 @@
 /// | inner / outer finished | forget it; all done and buffer empty: finish; else ask outer for one more | same (the deliverer finishes) | drop |
 /// | a failure | terminal; cancel the rest; fail | terminal; cancel the rest; the deliverer fails after its value | drop |
 /// | `request(n)` | demand +n; drain (unlimited: ask every inner for `.unlimited`) | demand +n | ignore |
-/// | `cancel()` | terminal; cancel everything; release the downstream | same | drop a failure still owed; release the downstream |
+/// | `cancel()` | terminal; cancel everything; release the downstream (and an owned sink's closure) | same; the deliverer releases the closure as its turn ends | drop a failure still owed; release the downstream |
 @usableFromInline
 final class MergeCore<Output, Failure: Error, Downstream: Subscriber>: Subscription,
   CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
@@ -45,6 +51,10 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   struct State {
     @usableFromInline
     var downstream: Downstream?
+    /// The sink (the downstream, or what it wraps) whose closure's release this merge took
+    /// over at its first request, until released (see the type).
+    @usableFromInline
+    var ownedSink: Subscribers.Sink<Output, Failure>?
     @usableFromInline
     var terminal = false
     /// Whose turn it is to deliver, and who waits for it.
@@ -114,13 +124,41 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     /// `arrived` + `next` would leave (idle means no waiter and nothing unwaited, so the grants
     /// reserved are the same). Returns the downstream to deliver to, or `nil` (slow path).
     @inlinable
-    mutating func takeDirectly(_ context: DeliveryContext) -> Downstream? {
-      guard !turn.isDelivering, buffer.isEmpty, demand > 0, let downstream else { return nil }
+    mutating func takeDirectly(_ context: DeliveryContext) -> Delivery? {
+      guard !turn.isDelivering, buffer.isEmpty, demand > 0, let delivery else { return nil }
       turn.begin(context)
       turn.appended += 1
       turn.took()
       if demand != .unlimited { demand -= 1 }
-      return downstream
+      return delivery
+    }
+
+    /// How the turn's holder delivers a value now: to the owned sink (unretained: `ownedSink`
+    /// keeps it while a turn delivers), or to the downstream; `nil` once there is none.
+    @inlinable
+    var delivery: Delivery? {
+      if let ownedSink { return .sink(Unmanaged.passUnretained(ownedSink)) }
+      guard let downstream else { return nil }
+      return .downstream(downstream)
+    }
+
+    /// The downstream's first request: takes over the release of its sink's closure, if it is
+    /// a sink that has not decided otherwise (an atomic operation on the sink, no call out).
+    @inlinable
+    mutating func claimSinkRelease(for core: AnyObject) {
+      guard ownedSink == nil, !terminal, let downstream,
+        let sink = Subscribers.Sink<Output, Failure>.sink(of: downstream),
+        sink._claimValueRelease(for: core)
+      else { return }
+      ownedSink = sink
+    }
+
+    /// The owned sink whose closure is to be released now: the merge is terminal and no turn
+    /// is delivering (the caller releases it after unlocking, before any completion).
+    @inlinable
+    mutating func sinkToRelease() -> Subscribers.Sink<Output, Failure>? {
+      guard terminal, !turn.isDelivering else { return nil }
+      return ownedSink.take()
     }
 
     /// The end of the fast path's turn, when nothing else is left to it: the value delivered
@@ -148,11 +186,18 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     }
   }
 
+  /// How a value is delivered (see ``State/delivery``).
+  @usableFromInline
+  enum Delivery {
+    case sink(Unmanaged<Subscribers.Sink<Output, Failure>>)
+    case downstream(Downstream)
+  }
+
   /// What the drain does after one lock round.
   @usableFromInline
   enum DrainStep {
     /// Deliver this value of inner `index` (dismissing the waiter it is delivered for).
-    case deliver(Output, Int, Downstream, for: TurnWaiter?)
+    case deliver(Output, Int, Delivery, for: TurnWaiter?)
     /// Ask inners for more after the last delivery (outside the lock), then go on.
     case request(one: (any Subscription)?, unlimited: [any Subscription])
     /// The turn was handed to this waiter.
@@ -160,9 +205,11 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     /// The turn ended with nothing else to do (the common case, kept free of payloads that
     /// cost copies): whether demand is unlimited.
     case idle(unlimited: Bool)
-    /// The turn ended: dismiss these waiters; send the failure owed, or finish.
+    /// The turn ended: dismiss these waiters; release the owned sink's closure; send the
+    /// failure owed, or finish.
     case stop(
       dismissed: [(position: Int, waiter: TurnWaiter)],
+      releasing: Subscribers.Sink<Output, Failure>?,
       owedFailure: (Subscribers.Completion<Failure>, Downstream)?, finishing: Downstream?,
       unlimited: Bool)
   }
@@ -226,12 +273,14 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   func receiveOuter(completion: Subscribers.Completion<Failure>) {
     switch completion {
     case .finished:
-      let finishing = state.withLock { state -> Downstream? in
-        guard !state.terminal else { return nil }
+      let (finishing, releasing) = state.withLock {
+        state -> (Downstream?, Subscribers.Sink<Output, Failure>?) in
+        guard !state.terminal else { return (nil, nil) }
         state.outer = nil
         state.outerFinished = true
-        return state.finishedIfDone()
+        return (state.finishedIfDone(), state.sinkToRelease())
       }
+      releasing?._endValueRelease(by: self)
       finishing?.receive(completion: .finished)
     case .failure: fail(completion, exceptInner: nil, outerFailed: true)
     }
@@ -273,11 +322,11 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   @inlinable
   func receiveInner(_ value: Output, index: Int) -> Subscribers.Demand {
     let context = DeliveryContext.current
-    var direct: Downstream?
+    var direct: Delivery?
     let arrival = state.withLock { state -> DeliveryTurn.Arrival? in
       guard !state.terminal else { return nil }
-      if let downstream = state.takeDirectly(context) {
-        direct = downstream
+      if let delivery = state.takeDirectly(context) {
+        direct = delivery
         return .deliver
       }
       state.buffer.append((index, value))
@@ -303,10 +352,10 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     // When this call delivers its own value, its "one more" is returned, not requested (and
     // nothing is, once every inner has been asked for `.unlimited`).
     let end: DrainEnd
-    if let downstream = direct.take() {
+    if let delivery = direct.take() {
       // The fast path: delivered at once; the turn ends in one lock round when nothing else is
       // left to it, else the drain accounts for the value and goes on.
-      let more = downstream.receive(value)
+      let more = deliver(value, via: delivery)
       if let unlimited = state.withLock({ $0.endDirect(more: more, context) }) {
         end = DrainEnd(deliveredOwn: true, unlimited: unlimited)
       } else {
@@ -332,14 +381,18 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   func receiveInner(completion: Subscribers.Completion<Failure>, index: Int) {
     switch completion {
     case .finished:
-      let (finishing, askOuter) = state.withLock { state -> (Downstream?, (any Subscription)?) in
+      let (finishing, releasing, askOuter) = state.withLock {
+        state -> (Downstream?, Subscribers.Sink<Output, Failure>?, (any Subscription)?) in
         guard !state.terminal, state.inners.removeValue(forKey: index) != nil else {
-          return (nil, nil)
+          return (nil, nil, nil)
         }
         state.liveInners -= 1
-        if let downstream = state.finishedIfDone() { return (downstream, nil) }
-        return (nil, maxPublishers == .unlimited ? nil : state.outer)
+        if let downstream = state.finishedIfDone() {
+          return (downstream, state.sinkToRelease(), nil)
+        }
+        return (nil, nil, maxPublishers == .unlimited ? nil : state.outer)
       }
+      releasing?._endValueRelease(by: self)
       finishing?.receive(completion: .finished)
       askOuter?.request(.max(1))
     case .failure: fail(completion, exceptInner: index, outerFailed: false)
@@ -358,6 +411,7 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
     defer { if beganCall { context.endCall() } }
     let (drains, everyInner) = state.withLock { state -> (Bool, [any Subscription]) in
       guard !state.terminal else { return (false, []) }
+      state.claimSinkRelease(for: self)
       let wasUnlimited = state.demand == .unlimited
       state.demand += demand
       let everyInner = !wasUnlimited && state.demand == .unlimited ? state.innersInOrder : []
@@ -375,17 +429,33 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
 
   @inlinable
   func cancel() {
-    let (cancelling, released) = state.withLock { state -> ([any Subscription], Downstream?) in
+    let (cancelling, released, releasing) = state.withLock {
+      state -> ([any Subscription], Downstream?, Subscribers.Sink<Output, Failure>?) in
       defer { state.downstream = nil }
       guard !state.terminal else {
         // A failure still owed by the deliverer is dropped: nothing after cancel() returns.
         state.pendingFailure = nil
-        return ([], state.downstream)
+        return ([], state.downstream, state.sinkToRelease())
       }
-      return (state.end(), state.downstream)
+      let cancelling = state.end()
+      return (cancelling, state.downstream, state.sinkToRelease())
     }
+    releasing?._endValueRelease(by: self)
     for subscription in cancelling { subscription.cancel() }
     withExtendedLifetime(released) {}
+  }
+
+  /// Delivers `value` as ``State/delivery`` said, by the turn's holder.
+  @inlinable @inline(__always)
+  func deliver(_ value: Output, via delivery: Delivery) -> Subscribers.Demand {
+    switch delivery {
+    case .sink(let sink):
+      // Demand is `.unlimited` (a sink's); no retain: `ownedSink` keeps it during the turn.
+      sink._withUnsafeGuaranteedRef { $0.receiveFromOwner(value) }
+      return .none
+    case .downstream(let downstream):
+      return downstream.receive(value)
+    }
   }
 
   // MARK: Delivery
@@ -442,11 +512,11 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
             return .request(one: inner, unlimited: [])
           }
         }
-        if !state.terminal, let downstream = state.downstream, state.demand > 0 {
+        if !state.terminal, let delivery = state.delivery, state.demand > 0 {
           switch state.next(context) {
           case .deliver(let index, let value, let waiter):
             if state.demand != .unlimited { state.demand -= 1 }
-            return .deliver(value, index, downstream, for: waiter)
+            return .deliver(value, index, delivery, for: waiter)
           case .passed(let waiter):
             return .passed(waiter)
           case .stop:
@@ -456,15 +526,19 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
         let dismissed = state.turn.ended(context)
         if let failure = state.pendingFailure.take(), let downstream = state.downstream.take() {
           return .stop(
-            dismissed: dismissed, owedFailure: (failure, downstream), finishing: nil,
+            dismissed: dismissed, releasing: state.sinkToRelease(),
+            owedFailure: (failure, downstream), finishing: nil,
             unlimited: state.demand == .unlimited)
         }
         let finishing = state.finishedIfDone()
-        if dismissed.isEmpty, finishing == nil {
+        // Terminal (a cancel or failure during this turn, or finishing now): the turn was the
+        // last delivery.
+        let releasing = state.sinkToRelease()
+        if dismissed.isEmpty, finishing == nil, releasing == nil {
           return .idle(unlimited: state.demand == .unlimited)
         }
         return .stop(
-          dismissed: dismissed, owedFailure: nil, finishing: finishing,
+          dismissed: dismissed, releasing: releasing, owedFailure: nil, finishing: finishing,
           unlimited: state.demand == .unlimited)
       }
       last = nil
@@ -472,9 +546,9 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
       case .request(let one, let unlimited):
         for inner in unlimited { inner.request(.unlimited) }
         one?.request(.max(1))
-      case .deliver(let value, let index, let downstream, let deliveredFor):
+      case .deliver(let value, let index, let delivery, let deliveredFor):
         deliveredFor?.dismiss()  // its value is delivered here: its call returns
-        let more = downstream.receive(value)
+        let more = deliver(value, via: delivery)
         let isOwn = own == index
         if isOwn {
           own = nil
@@ -487,8 +561,9 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
           deliveredOwn: deliveredOwn, unlimited: state.withLock { $0.demand } == .unlimited)
       case .idle(let unlimited):
         return DrainEnd(deliveredOwn: deliveredOwn, unlimited: unlimited)
-      case .stop(let dismissed, let owedFailure, let finishing, let unlimited):
+      case .stop(let dismissed, let releasing, let owedFailure, let finishing, let unlimited):
         for (_, waiter) in dismissed { waiter.dismiss() }
+        releasing?._endValueRelease(by: self)
         if let (failure, downstream) = owedFailure {
           downstream.receive(completion: failure)
         } else {
@@ -512,20 +587,21 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   func fail(
     _ completion: Subscribers.Completion<Failure>, exceptInner index: Int?, outerFailed: Bool
   ) {
-    let (cancelling, downstream) = state.withLock {
-      state -> ([any Subscription], Downstream?) in
-      guard !state.terminal else { return ([], nil) }
+    let (cancelling, downstream, releasing) = state.withLock {
+      state -> ([any Subscription], Downstream?, Subscribers.Sink<Output, Failure>?) in
+      guard !state.terminal else { return ([], nil, nil) }
       if let index { state.inners[index] = nil }
       if outerFailed { state.outer = nil }
       let cancelling = state.end()
       if state.turn.isDelivering {
         state.pendingFailure = completion
-        return (cancelling, nil)
+        return (cancelling, nil, nil)
       }
       defer { state.downstream = nil }
-      return (cancelling, state.downstream)
+      return (cancelling, state.downstream, state.sinkToRelease())
     }
     for subscription in cancelling { subscription.cancel() }
+    releasing?._endValueRelease(by: self)
     downstream?.receive(completion: completion)
   }
 }
