@@ -1,3 +1,5 @@
+public import Synchronization
+
 /// The engine of `flatMap`, `merge` and `MergeMany`: many upstreams ("inners") of the same output
 /// into one downstream, optionally fed by an outer publisher of inners.
 ///
@@ -229,6 +231,9 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   let maxPublishers: Subscribers.Demand
   @usableFromInline
   let state: Lock<State>
+  /// `cancel()` has begun (see ``deliver(_:via:)``).
+  @usableFromInline
+  let cancelledFlag = Atomic<Bool>(false)
 
   @inlinable
   init(name: String, downstream: Downstream, maxPublishers: Subscribers.Demand, hasOuter: Bool) {
@@ -429,6 +434,9 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
 
   @inlinable
   func cancel() {
+    // Before the lock: a turn delivering to an owned sink checks it just before each call, as
+    // the sink's gate would (see ``deliver(_:via:)``).
+    cancelledFlag.store(true, ordering: .sequentiallyConsistent)
     let (cancelling, released, releasing) = state.withLock {
       state -> ([any Subscription], Downstream?, Subscribers.Sink<Output, Failure>?) in
       defer { state.downstream = nil }
@@ -440,8 +448,10 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
       let cancelling = state.end()
       return (cancelling, state.downstream, state.sinkToRelease())
     }
-    releasing?._endValueRelease(by: self)
     for subscription in cancelling { subscription.cancel() }
+    // After the upstreams, as a sink's own cancel orders it: what the closure captured is
+    // released once nothing can send any more.
+    releasing?._endValueRelease(by: self)
     withExtendedLifetime(released) {}
   }
 
@@ -450,6 +460,9 @@ where Downstream.Input == Output, Downstream.Failure == Failure {
   func deliver(_ value: Output, via delivery: Delivery) -> Subscribers.Demand {
     switch delivery {
     case .sink(let sink):
+      // As the sink's gate would: nothing enters the closure once `cancel()` has begun (the
+      // value was taken before it; the turn's next lock round sees the merge terminal).
+      guard !cancelledFlag.load(ordering: .sequentiallyConsistent) else { return .none }
       // Demand is `.unlimited` (a sink's); no retain: `ownedSink` keeps it during the turn.
       sink._withUnsafeGuaranteedRef { $0.receiveFromOwner(value) }
       return .none

@@ -48,7 +48,9 @@ extension Subscribers.Sink {
   /// then deliver through ``receive(_:)``.
   ///
   /// Call it only from the subscription the sink accepted, at its request (the sink requests
-  /// only on that one, before any value); `owner` is that subscription.
+  /// only on that one, before any value); `owner` is that subscription. The owner is known by
+  /// its address, which a later object may reuse once it is freed: that is safe because a sink
+  /// whose subscription ended refuses any other (it cannot be claimed again).
   @inlinable
   public func _claimValueRelease(for owner: AnyObject) -> Bool {
     let word = Self.ownerWord(owner)

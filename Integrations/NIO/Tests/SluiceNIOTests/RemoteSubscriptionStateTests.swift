@@ -181,6 +181,21 @@ struct RemoteSubscriptionStateTests {
     #expect(result19 == nil, "idempotent")
   }
 
+  @Test func aPayloadFoundUndecodableAfterACancelEndsNothing() {
+    // The drain was delivering a chunk when the cancel came; the next payload does not decode.
+    var (machine, _) = streaming(demand: 3)
+    _ = machine.arrived([value("a"), value("b")])
+    guard case .deliver = machine.nextStep() else {
+      Issue.record("the chunk first")
+      return
+    }
+    _ = machine.cancelled()
+    guard case .idle = machine.undecodable(.malformedFrame("not a value")) else {
+      Issue.record("no failure after cancel")
+      return
+    }
+  }
+
   @Test func aConnectionThatArrivesAfterTheCancelIsClosed() {
     var machine = RemoteSubscriptionState()
     _ = machine.requested(.max(1))

@@ -194,7 +194,12 @@ struct RemoteSubscriptionState {
   /// A value frame's payload is not a value: the stream ends with that failure, now.
   @usableFromInline
   mutating func undecodable(_ error: RemotePipelineError) -> Step {
-    complete(.failure(error))
+    // Cancelled while the chunk was delivered: nothing follows a cancel, not even this failure.
+    guard !isClosed else {
+      draining = false
+      return .idle
+    }
+    return complete(.failure(error))
   }
 
   /// The subscriber cancelled. The channel to close.

@@ -110,8 +110,12 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   /// time: a load and a store, not a read-modify-write).
   @usableFromInline let received = Atomic<Int>(0)
   /// Values demanded and not yet received (negative if the pipeline sent more than asked).
+  /// Read from another thread than `receive`'s, it is an estimate that errs high (`received`
+  /// is read first, and only grows), so that a request made from it never asks for more than
+  /// one made from the true figure would.
   @inlinable var owed: Int {
-    demanded.load(ordering: .relaxed) &- received.load(ordering: .relaxed)
+    let received = received.load(ordering: .relaxed)
+    return demanded.load(ordering: .relaxed) &- received
   }
   /// Values demanded at a time.
   @usableFromInline let prefetch: Int
