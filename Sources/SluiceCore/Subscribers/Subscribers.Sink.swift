@@ -35,6 +35,11 @@ extension Subscribers {
     /// `cancel()` as compiled where the sink was made (specialized); `AnyCancellable` calls
     /// `cancel()` through `any Cancellable`, whose generic implementation forwards here.
     @usableFromInline let specializedCancel: (Sink) -> Void
+    /// ``releaseValueHandler()`` as compiled where the sink was made (specialised): an engine
+    /// that ends the closure's life from unspecialised code (a merge's `cancel()` reached
+    /// through `any Subscription`) would otherwise store the no-op closure with a context for
+    /// its generic type — an allocation.
+    @usableFromInline let specializedRelease: (Sink) -> Void
     /// Who ends `receiveValue`'s life (see ``releaseOwner``): 0 not decided yet, 1 the sink's
     /// own gate, otherwise the address of the subject's conduit the sink is subscribed to.
     ///
@@ -56,6 +61,7 @@ extension Subscribers {
       valueHandler = receiveValue
       completionHandler = receiveCompletion
       specializedCancel = { $0.cancelSpecialized() }
+      specializedRelease = { $0.releaseValueHandler() }
     }
 
     @inlinable
@@ -83,12 +89,13 @@ extension Subscribers {
     /// after its last delivery.
     @inlinable
     func closeGate() {
-      if gate.close() { releaseValueHandler() }
+      if gate.close() { specializedRelease(self) }
     }
 
     @inlinable
     public func receive(_ value: Input) -> Subscribers.Demand {
-      gate.pass({ Self.call(&valueHandler, with: value) }, releasing: { releaseValueHandler() })
+      gate.pass(
+        { Self.call(&valueHandler, with: value) }, releasing: { specializedRelease(self) })
       return .none
     }
 
