@@ -91,10 +91,14 @@ struct SinkOnMergeTests {
       })
   }
 
-  @Test(
-    "cancelled while its closure runs on another thread: released when it returns",
-    arguments: Shape.allCases)
-  func cancelDuringDelivery(shape: Shape) {
+  /// A sink subscribed to `shape` whose closure is inside value 1 on another thread when this
+  /// returns, until `goOn` is signalled (`delivered` then signals as that send returns).
+  func blockedInFirstValue(
+    _ shape: Shape
+  ) -> (
+    second: PassthroughSubject<Int, TestError>, log: Log, captured: Weak,
+    goOn: DispatchSemaphore, delivered: DispatchSemaphore, sink: Sink
+  ) {
     let first = PassthroughSubject<Int, TestError>()
     let second = PassthroughSubject<Int, TestError>()
     let log = Log()
@@ -110,6 +114,14 @@ struct SinkOnMergeTests {
     }
     _ = shape.subscribe(sink, first: first, second: second)
     let delivered = sendOneFromAnotherThread(first, until: entered)
+    return (second, log, captured, goOn, delivered, sink)
+  }
+
+  @Test(
+    "cancelled while its closure runs on another thread: released when it returns",
+    arguments: Shape.allCases)
+  func cancelDuringDelivery(shape: Shape) {
+    let (second, log, captured, goOn, delivered, sink) = blockedInFirstValue(shape)
     sink.cancel()
     #expect(captured.token != nil, "the closure is running: it must not be released under it")
     second.send(2)  // after cancel() returned: not delivered
@@ -163,21 +175,7 @@ struct SinkOnMergeTests {
     "failed by one upstream while another thread delivers: released after that delivery",
     arguments: Shape.allCases)
   func failureDuringDelivery(shape: Shape) {
-    let first = PassthroughSubject<Int, TestError>()
-    let second = PassthroughSubject<Int, TestError>()
-    let log = Log()
-    let captured = Weak()
-    let entered = DispatchSemaphore(value: 0)
-    let goOn = DispatchSemaphore(value: 0)
-    let sink = makeSink(log, captured) { value in
-      if value == 1 {
-        entered.signal()
-        goOn.wait()
-        log.append("returning")
-      }
-    }
-    _ = shape.subscribe(sink, first: first, second: second)
-    let delivered = sendOneFromAnotherThread(first, until: entered)
+    let (second, log, captured, goOn, delivered, sink) = blockedInFirstValue(shape)
     second.send(completion: .failure(TestError()))  // the deliverer sends it as it returns
     #expect(captured.token != nil, "the closure is running: it must not be released under it")
     goOn.signal()
