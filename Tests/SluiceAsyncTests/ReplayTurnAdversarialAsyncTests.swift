@@ -10,15 +10,6 @@ import Testing
 /// is delivering.
 @Suite("Replay behind a turn waiter, attacked: values (adv37c)")
 struct ReplayTurnAdversarialAsyncTests {
-  static func ordered(_ values: [Int]) -> Bool {
-    var last: [Int: Int] = [:]
-    for value in values {
-      if let previous = last[value / 1_000_000], previous >= value { return false }
-      last[value / 1_000_000] = value
-    }
-    return true
-  }
-
   /// Eight tasks iterate `values(bufferingPolicy: .demandOne)` of one `CurrentValueSubject`
   /// (every `next()` a replay of the newest owed value) while two threads send and a third
   /// keeps attaching and cancelling sinks: every consumer gets its 300 values, each sender's in
@@ -33,7 +24,7 @@ struct ReplayTurnAdversarialAsyncTests {
         var i = 1
         while !stop.load(ordering: .relaxed) {
           if index < 2 {
-            subject.send((index + 1) * 1_000_000 + i)
+            subject.send(SenderCoded.value(sender: index, index: i))
           } else {
             subject.sink { _ in }.cancel()
           }
@@ -49,7 +40,7 @@ struct ReplayTurnAdversarialAsyncTests {
             received.append(value)
             if received.count == 300 { break }
           }
-          return (Self.ordered(Array(received.dropFirst())), received.count)
+          return (SenderCoded.inOrderPerSender(received.dropFirst()), received.count)
         }
       }
       var all: [(Bool, Int)] = []
@@ -83,7 +74,7 @@ struct ReplayTurnAdversarialAsyncTests {
       await allReturn(threads: 4, deadline: .seconds(600)) { index in
         var i = 1
         while !stop.load(ordering: .relaxed) {
-          model.x = (index + 1) * 1_000_000 + i
+          model.x = SenderCoded.value(sender: index, index: i)
           i += 1
         }
       }
@@ -97,7 +88,7 @@ struct ReplayTurnAdversarialAsyncTests {
             received.append(value)
             if received.count == 200 { break }
           }
-          return Self.ordered(Array(received.dropFirst())) && received.count == 200
+          return SenderCoded.inOrderPerSender(received.dropFirst()) && received.count == 200
         }
       }
       var all: [Bool] = []

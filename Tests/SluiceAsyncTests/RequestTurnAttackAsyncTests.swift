@@ -21,7 +21,7 @@ struct RequestTurnAttackAsyncTests {
         await allReturn(threads: 2, deadline: .seconds(600)) { index in
           var i = 1
           while !stop.load(ordering: .relaxed) {
-            subject.send((index + 1) * 1_000_000 + i)
+            subject.send(SenderCoded.value(sender: index, index: i))
             i += 1
           }
         }
@@ -33,13 +33,7 @@ struct RequestTurnAttackAsyncTests {
       }
       stop.store(true, ordering: .relaxed)
       #expect(await senders.value)
-      var last: [Int: Int] = [:]
-      var ordered = true
-      for value in received {
-        if let previous = last[value / 1_000_000], previous >= value { ordered = false }
-        last[value / 1_000_000] = value
-      }
-      #expect(ordered && received.count == 500)
+      #expect(SenderCoded.inOrderPerSender(received) && received.count == 500)
       withExtendedLifetime(busy) {}
     }
   }

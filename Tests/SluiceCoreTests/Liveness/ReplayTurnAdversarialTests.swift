@@ -13,7 +13,7 @@ import Testing
 @Suite("Replay behind a turn waiter, attacked (adv37c)", .onThreadsOfTheirOwn)
 struct ReplayTurnAdversarialTests {
   typealias Probe = RequestTurnAttackTests.Probe
-  static let stride = 1_000_000
+  static var stride: Int { SenderCoded.stride }
   static let actRounds = Int(ProcessInfo.processInfo.environment["ADV37C_ROUNDS"] ?? "") ?? 300
 
   /// Whether each sender's values (tagged `sender * stride + i`) arrive in order, none twice.

@@ -16,7 +16,7 @@ import Testing
 @Suite("Requests and replays racing deliveries, attacked", .onThreadsOfTheirOwn)
 struct RequestTurnAttackTests {
   /// Values tagged with their sender: `sender * stride + i`.
-  static let stride = 1_000_000
+  static var stride: Int { SenderCoded.stride }
 
   /// A subscriber whose demand the test drives. It records what it receives, and counts the
   /// rule breaks it can see itself: two `receive` calls at once, a value beyond the demand
@@ -386,7 +386,7 @@ struct RequestTurnAttackTests {
         case 1:
           inside.wait()
           waiterQueued.store(true, ordering: .sequentiallyConsistent)
-          subject.send(2_000_000)  // no grant: waits for the turn
+          subject.send(2 * Self.stride)  // no grant: waits for the turn
         default:
           while !waiterQueued.load(ordering: .sequentiallyConsistent) { usleep(100) }
           usleep(2_000)  // the sender is queued as a waiter by now (no timing asserted)
