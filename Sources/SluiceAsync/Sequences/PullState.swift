@@ -3,8 +3,12 @@
 ///
 /// States: `attaching` (inside the subscriber's `receive(subscription:)`: demand is counted, no
 /// task starts, so that no signal overlaps that call) → `idle` (no task yet) → `running` (the
-/// task pulls; parked while demand is zero) → `terminal` (finished, failed or cancelled;
-/// releases the subscriber).
+/// task pulls; parked while demand is zero) → `terminal` (finished, failed or cancelled).
+///
+/// The subscriber is not here: ``TaskDrivenSubscription`` delivers to it through a
+/// ``DeliveryGate``, without this lock, and the gate decides who releases it. The task takes
+/// the demand it finds in one go (``nextPull()``) and spends it without the lock, one unit a
+/// pull; what it has not spent is not here either.
 ///
 /// The task's body (which holds the sequence or the producer's closure) waits here until the
 /// task runs and takes it: a subscription cancelled before its task ran releases the body at
@@ -18,17 +22,17 @@
 /// | `attached` | idle; demand > 0: start the task | — | — | nothing |
 /// | `taskStarted(t)` | — | — | remember `t` | cancel `t` |
 /// | `taskRuns` (task) | — | — | hand over the body | `nil`: the task ends at once |
-/// | `nextPull` (task) | — | — | demand > 0: take 1, pull; else park | stop |
+/// | `nextPull` (task) | — | — | demand > 0: take it all (`.unlimited` stays), pull; else park | stop |
 /// | `parking(k)` (task) | — | — | demand > 0: take 1, resume `k`; else park `k` | resume `k` with stop |
-/// | `willDeliver` (task) | — | — | the subscriber | `nil`: drop the value |
 /// | `returned(n)` (task) | — | — | demand +n | ignore |
-/// | `finishing` (task) | — | — | terminal; the subscriber to complete | `nil` |
+/// | `finishing` (task) | — | — | terminal; `true`: complete the subscriber | `false` |
 /// | `cancelled` | terminal | terminal | terminal; cancel the task, resume a parked one with stop, release a body not yet taken | nothing |
 @usableFromInline
-struct PullState<Downstream, Body> {
+struct PullState<Body> {
   @usableFromInline typealias Parked = UnsafeContinuation<Bool, Never>
 
-  @usableFromInline var downstream: Downstream?
+  /// Not terminal yet.
+  @usableFromInline var live = true
   @usableFromInline var body: Body?
   @usableFromInline var demand = Subscribers.Demand.none
   @usableFromInline var started = false
@@ -37,8 +41,7 @@ struct PullState<Downstream, Body> {
   @usableFromInline var task: Task<Void, Never>?
   @usableFromInline var parked: Parked?
 
-  @inlinable init(downstream: Downstream, body: Body) {
-    self.downstream = downstream
+  @inlinable init(body: Body) {
     self.body = body
   }
 
@@ -49,7 +52,7 @@ struct PullState<Downstream, Body> {
   }
 
   @inlinable mutating func requested(_ more: Subscribers.Demand) -> RequestAction {
-    guard downstream != nil else { return .none }
+    guard live else { return .none }
     demand += more
     if !started {
       if attaching { return .none }
@@ -68,14 +71,14 @@ struct PullState<Downstream, Body> {
   /// (it was asked for values meanwhile).
   @inlinable mutating func attached() -> Bool {
     attaching = false
-    guard downstream != nil, !started, demand > 0 else { return false }
+    guard live, !started, demand > 0 else { return false }
     started = true
     return true
   }
 
   /// The task to cancel if the subscription was cancelled while the task was being created.
   @inlinable mutating func taskStarted(_ task: Task<Void, Never>) -> Task<Void, Never>? {
-    guard downstream != nil else { return task }
+    guard live else { return task }
     self.task = task
     return nil
   }
@@ -83,27 +86,29 @@ struct PullState<Downstream, Body> {
   /// The task, as it begins to run, takes the body: `nil` if cancelled meanwhile.
   @inlinable mutating func taskRuns() -> Body? {
     defer { body = nil }
-    return downstream == nil ? nil : body
+    return live ? body : nil
   }
 
   @usableFromInline enum PullDecision {
-    case pull
+    /// Pull: the task takes this many units of demand (`Int.max` for `.unlimited`).
+    case pull(Int)
     case park
     case stop
   }
 
-  /// The task asks, before each pull, whether it may take one unit of demand.
+  /// The task, out of the demand it took before, asks for more: all there is.
   @inlinable mutating func nextPull() -> PullDecision {
-    guard downstream != nil else { return .stop }
-    guard demand > 0 else { return .park }
-    demand -= 1
-    return .pull
+    guard live else { return .stop }
+    guard let units = demand.max else { return .pull(.max) }
+    guard units > 0 else { return .park }
+    demand = .none
+    return .pull(units)
   }
 
   /// The task parks `continuation` until demand arrives; resumes it at once if demand (or the
   /// end) came meanwhile. Returns the continuation to resume and with what, or `nil` if parked.
   @inlinable mutating func parking(_ continuation: Parked) -> (Parked, Bool)? {
-    guard downstream != nil else { return (continuation, false) }
+    guard live else { return (continuation, false) }
     if demand > 0 {
       demand -= 1
       return (continuation, true)
@@ -112,29 +117,26 @@ struct PullState<Downstream, Body> {
     return nil
   }
 
-  /// The subscriber to deliver a pulled value to, or `nil` if cancelled meanwhile.
-  @inlinable func willDeliver() -> Downstream? { downstream }
-
   @inlinable mutating func returned(_ more: Subscribers.Demand) {
-    guard downstream != nil else { return }
+    guard live else { return }
     demand += more
   }
 
-  /// Terminal; the subscriber to send the completion to, or `nil` if already terminal.
-  @inlinable mutating func finishing() -> Downstream? {
+  /// Terminal; `true` if the subscriber is to be completed (it was not terminal).
+  @inlinable mutating func finishing() -> Bool {
     defer {
-      downstream = nil
+      live = false
       task = nil
     }
-    return downstream
+    return live
   }
 
   /// Terminal; what to cancel and resume after unlocking. Idempotent.
   @inlinable mutating func cancelled() -> (
-    downstream: Downstream?, task: Task<Void, Never>?, parked: Parked?, body: Body?
+    task: Task<Void, Never>?, parked: Parked?, body: Body?
   ) {
-    let released = (downstream, task, parked, body)
-    downstream = nil
+    let released = (task, parked, body)
+    live = false
     task = nil
     parked = nil
     body = nil

@@ -1,3 +1,5 @@
+public import Synchronization
+
 /// What the task behind a task-driven subscription uses to feed the subscriber, without seeing
 /// the subscriber's type.
 @usableFromInline
@@ -46,20 +48,37 @@ extension ValueFeed {
 /// unit of demand before each value and parks on a continuation at zero demand; demand returned
 /// from `receive(_:)` counts. `request(.none)` traps. **Ordering**: every signal comes from the
 /// one task, so they are serial. **Cancellation**: `cancel()` cancels the task, unparks it and
-/// releases the subscriber at once, and the body too if the task has not begun to run it (a
-/// task the pool has not run yet holds no sequence or closure); after it returns, at most a
-/// value the task was already delivering on another thread arrives. See ``PullState``.
+/// releases the subscriber at once (as the value being delivered returns, if one is), and the
+/// body too if the task has not begun to run it (a task the pool has not run yet holds no
+/// sequence or closure); after it returns, at most a value the task was already delivering on
+/// another thread arrives. See ``PullState``.
+///
+/// **The per-value path takes no lock**: the task takes all the demand there is at once (one
+/// lock round, then none until it is spent: ``credit``) and calls the subscriber through a
+/// ``DeliveryGate`` (two uncontended atomic operations), which lets `cancel()` release the
+/// subscriber without waiting for a delivery. A lock round per value remains only for demand
+/// a `receive(_:)` returns.
 @usableFromInline
 final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueFeed,
   CustomStringConvertible, @unchecked Sendable
 {
-  // Safety: all mutable state is in `state`'s lock; the subscriber is called only from the one
-  // task, after unlocking; continuations are resumed after unlocking.
+  // Safety: the state machine is in `state`'s lock; continuations are resumed after
+  // unlocking. `held` is read only inside `gate` (by the one task, whose signals are serial)
+  // and written only by whoever the gate elects to release it (closed, nothing in flight).
+  // `credit` is read and written only by the task (atomic, so that the task's steps on
+  // different threads need no other ordering than the runtime's).
   @usableFromInline typealias Output = Downstream.Input
   @usableFromInline typealias Failure = Downstream.Failure
   @usableFromInline typealias Body = @Sendable (any ValueFeed<Output, Failure>) async -> Void
 
-  @usableFromInline let state: Lock<PullState<Downstream, Body>>
+  @usableFromInline let state: Lock<PullState<Body>>
+  @usableFromInline let gate = DeliveryGate(open: true)
+  /// The subscriber, until the gate's elected releaser drops it.
+  @usableFromInline @exclusivity(unchecked) var held: Downstream?
+  /// Units of demand the task took from the state and has not spent (``reserveNow()``).
+  @usableFromInline let credit = Atomic<Int>(0)
+  /// Set by `cancel()` once the state is terminal: the task stops spending its credit.
+  @usableFromInline let cancelledFlag = Atomic<Bool>(false)
   @usableFromInline let priority: TaskPriority?
   @usableFromInline let description: String
 
@@ -72,7 +91,8 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
     specializedReserve = { await $0.reserveSpecialized() }
     specializedReserveNow = { $0.reserveNowSpecialized() }
     specializedDeliver = { $0.deliverSpecialized($1) }
-    state = Lock(PullState(downstream: downstream, body: body))
+    held = downstream
+    state = Lock(PullState(body: body))
   }
 
   /// Hands `downstream` a new task-driven subscription whose task runs `body`.
@@ -122,10 +142,13 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
   }
 
   @inlinable func cancel() {
-    let (downstream, task, parked, body) = state.withLock { $0.cancelled() }
+    let (task, parked, body) = state.withLock { $0.cancelled() }
+    // After the state is terminal: a task that stops on it finds nothing to complete.
+    cancelledFlag.store(true, ordering: .releasing)
+    if gate.close() { held = nil }
     task?.cancel()
     parked?.resume(returning: false)
-    withExtendedLifetime((downstream, body)) {}
+    withExtendedLifetime(body) {}
   }
 
   // MARK: ValueFeed
@@ -144,23 +167,28 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
     specializedReserveNow(self)
   }
 
+  /// One unit of the task's credit, or, once it is spent, all the demand the state has.
   @inlinable func reserveNowSpecialized() -> Bool? {
+    let units = credit.load(ordering: .relaxed)
+    if units > 0 {
+      guard !cancelledFlag.load(ordering: .relaxed) else { return false }
+      credit.store(units - 1, ordering: .relaxed)
+      return true
+    }
     switch state.withLock({ $0.nextPull() }) {
-    case .pull: true
-    case .stop: false
-    case .park: nil
+    case .pull(let units):
+      credit.store(units - 1, ordering: .relaxed)
+      return true
+    case .stop: return false
+    case .park: return nil
     }
   }
 
   @inlinable func reserveSpecialized() async -> Bool {
-    switch state.withLock({ $0.nextPull() }) {
-    case .pull: return true
-    case .stop: return false
-    case .park:
-      return await withUnsafeContinuation { continuation in
-        if let (continuation, proceed) = state.withLock({ $0.parking(continuation) }) {
-          continuation.resume(returning: proceed)
-        }
+    if let now = reserveNowSpecialized() { return now }
+    return await withUnsafeContinuation { continuation in
+      if let (continuation, proceed) = state.withLock({ $0.parking(continuation) }) {
+        continuation.resume(returning: proceed)
       }
     }
   }
@@ -170,13 +198,18 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
   }
 
   @inlinable func deliverSpecialized(_ value: Output) -> Bool {
-    guard let downstream = state.withLock({ $0.willDeliver() }) else { return false }
-    let more = downstream.receive(value)
+    guard
+      let more = gate.pass({ held.unsafelyUnwrapped.receive(value) }, releasing: { held = nil })
+    else { return false }
     if more > 0 { state.withLock { $0.returned(more) } }
     return true
   }
 
   @inlinable func finish(_ completion: Subscribers.Completion<Failure>) {
-    state.withLock { $0.finishing() }?.receive(completion: completion)
+    guard state.withLock({ $0.finishing() }) else { return }
+    // Terminal: a `cancel()` from now on only closes the gate (it may win: then nothing more).
+    _ = gate.pass(
+      { held.unsafelyUnwrapped.receive(completion: completion) }, releasing: { held = nil })
+    if gate.close() { held = nil }
   }
 }

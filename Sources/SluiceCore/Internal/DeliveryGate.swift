@@ -20,7 +20,7 @@ public import Synchronization
 ///
 /// Costs two uncontended atomic operations per value and never blocks.
 @usableFromInline
-struct DeliveryGate: ~Copyable, Sendable {
+package struct DeliveryGate: ~Copyable, Sendable {
   @usableFromInline static var closedBit: UInt { 1 }
   @usableFromInline static var releasedBit: UInt { 2 }
   @usableFromInline static var unopenedBit: UInt { 4 }
@@ -30,7 +30,7 @@ struct DeliveryGate: ~Copyable, Sendable {
 
   /// A gate that starts unopened (no value before the subscription), or open when `open`
   /// (operators that handle values arriving before their subscription, as Combine's do).
-  @inlinable init(open: Bool = false) {
+  @inlinable package init(open: Bool = false) {
     word = Atomic(open ? 0 : Self.unopenedBit)
   }
 
@@ -52,7 +52,7 @@ struct DeliveryGate: ~Copyable, Sendable {
   /// `release` when this call is the one the gate chose to release the downstream (the gate
   /// closed meanwhile and nothing else is in flight). Every delivery goes through here, so the
   /// release rule lives in one place.
-  @inlinable func pass<Result>(_ body: () -> Result, releasing release: () -> Void) -> Result? {
+  @inlinable package func pass<Result>(_ body: () -> Result, releasing release: () -> Void) -> Result? {
     switch enter() {
     case .entered:
       defer { if exit() { release() } }
@@ -81,7 +81,7 @@ struct DeliveryGate: ~Copyable, Sendable {
 
   /// Closes the gate (idempotent). `true` when the caller must release the downstream now (no
   /// delivery in flight); otherwise the last delivery to exit does.
-  @inlinable func close() -> Bool {
+  @inlinable package func close() -> Bool {
     let old = word.bitwiseOr(Self.closedBit, ordering: .acquiringAndReleasing).oldValue
     guard old & Self.closedBit == 0 else { return false }
     if old & Self.unopenedBit != 0 {

@@ -1,0 +1,217 @@
+import Dispatch
+import Foundation
+import SluiceAsync
+import SluiceTestSupport
+import Synchronization
+import Testing
+
+/// The task-driven engine's per-value path without a lock: the task takes all the demand there
+/// is at once and spends it one pull at a time, and calls the subscriber through a delivery
+/// gate that lets `cancel()` release it. What it must keep: exactly as many pulls as demanded
+/// (demand returned from `receive(_:)` included), no pull after a `cancel()` the task has
+/// seen, and the subscriber released at once, or as the value in flight returns.
+@Suite("Task-driven subscriptions: demand taken in one go, values through a gate")
+struct TaskDrivenCreditTests {
+  /// An async sequence of 1, 2, 3, … that counts its pulls (`next()` calls that produced a
+  /// value). It yields its thread every 64 values, as a real source suspends now and then:
+  /// one that never does holds a thread of the cooperative pool (two here) for as long as
+  /// demand lasts, and with `.unlimited` the tests beside it would wait for ever.
+  final class Counted: AsyncSequence, Sendable {
+    let pulls = Atomic<Int>(0)
+    let limit: Int
+
+    init(limit: Int = .max) { self.limit = limit }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+      let source: Counted
+      mutating func next() async -> Int? {
+        let pulled = source.pulls.load(ordering: .relaxed)
+        guard pulled < source.limit else { return nil }
+        source.pulls.store(pulled + 1, ordering: .relaxed)
+        if pulled % 64 == 63 { await Task.yield() }
+        return pulled + 1
+      }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(source: self) }
+  }
+
+  /// A subscriber that records what it gets and answers each value with `answer(value)`.
+  final class Recorder: Subscriber, @unchecked Sendable {
+    // Safety: every field is behind `lock`; the closures are set before subscribing.
+    typealias Input = Int
+    typealias Failure = Never
+    let lock = NSLock()
+    var values: [Int] = []
+    var completions = 0
+    var subscription: (any Subscription)?
+    let initial: Subscribers.Demand
+    let answer: @Sendable (Int) -> Subscribers.Demand
+    let arrived = DispatchSemaphore(value: 0)
+    let completed = DispatchSemaphore(value: 0)
+
+    init(
+      initial: Subscribers.Demand,
+      answer: @escaping @Sendable (Int) -> Subscribers.Demand = { _ in .none }
+    ) {
+      self.initial = initial
+      self.answer = answer
+    }
+
+    func receive(subscription: any Subscription) {
+      lock.withLock { self.subscription = subscription }
+      subscription.request(initial)
+    }
+
+    func receive(_ input: Int) -> Subscribers.Demand {
+      lock.withLock { values.append(input) }
+      let more = answer(input)
+      arrived.signal()
+      return more
+    }
+
+    func receive(completion: Subscribers.Completion<Never>) {
+      lock.withLock { completions += 1 }
+      completed.signal()
+    }
+
+    var snapshot: (values: [Int], completions: Int) { lock.withLock { (values, completions) } }
+    func request(_ demand: Subscribers.Demand) { lock.withLock { subscription }?.request(demand) }
+    func cancel() { lock.withLock { subscription }?.cancel() }
+  }
+
+  /// Waits (on a thread of its own, with a deadline) for `count` values.
+  static func waitForValues(_ recorder: Recorder, _ count: Int) async -> Bool {
+    await onThreadOfItsOwn {
+      (0..<count).allSatisfy { _ in recorder.arrived.wait(timeout: .now() + 60) == .success }
+    }
+  }
+
+  @Test("two requests, .max(3) then .max(2): exactly five pulls")
+  func requestsAddUp() async {
+    let source = Counted()
+    let recorder = Recorder(initial: .max(3))
+    source.publisher.subscribe(recorder)
+    #expect(await Self.waitForValues(recorder, 3))
+    recorder.request(.max(2))
+    #expect(await Self.waitForValues(recorder, 2))
+    // Parked now: give a wrong pull time to happen.
+    try? await Task.sleep(for: .milliseconds(50))
+    #expect(recorder.snapshot.values == [1, 2, 3, 4, 5])
+    #expect(source.pulls.load(ordering: .relaxed) == 5)
+    recorder.cancel()
+  }
+
+  @Test("demand returned from receive(_:) counts, and no more")
+  func returnedDemandCounts() async {
+    let source = Counted()
+    // One requested; each of the first four values asks for one more: five in all.
+    let recorder = Recorder(initial: .max(1)) { $0 < 5 ? .max(1) : .none }
+    source.publisher.subscribe(recorder)
+    #expect(await Self.waitForValues(recorder, 5))
+    try? await Task.sleep(for: .milliseconds(50))
+    #expect(recorder.snapshot.values == [1, 2, 3, 4, 5])
+    #expect(source.pulls.load(ordering: .relaxed) == 5)
+    recorder.cancel()
+  }
+
+  @Test("unlimited demand taken at once, then finished: every value, one completion")
+  func unlimitedThenFinished() async {
+    let source = Counted(limit: 1_000)
+    let recorder = Recorder(initial: .unlimited)
+    source.publisher.subscribe(recorder)
+    let finished = await onThreadOfItsOwn {
+      recorder.completed.wait(timeout: .now() + 60) == .success
+    }
+    #expect(finished)
+    #expect(recorder.snapshot.values == Array(1...1_000))
+    #expect(recorder.snapshot.completions == 1)
+  }
+
+  @Test("cancel() while the subscriber is inside a value: released as it returns, no pull after")
+  func cancelDuringDelivery() async {
+    let source = Counted()
+    let entered = DispatchSemaphore(value: 0)
+    let goOn = DispatchSemaphore(value: 0)
+    weak var weakRecorder: Recorder?
+    do {
+      let recorder = Recorder(initial: .unlimited) { value in
+        if value == 1 {
+          entered.signal()
+          goOn.wait()
+        }
+        return .none
+      }
+      weakRecorder = recorder
+      source.publisher.subscribe(recorder)
+      let inside = await onThreadOfItsOwn { entered.wait(timeout: .now() + 60) == .success }
+      #expect(inside)
+      recorder.lock.withLock { recorder.subscription }?.cancel()
+      // The subscription let go of it; the task's delivery still holds it.
+      recorder.lock.withLock { recorder.subscription = nil }
+    }
+    #expect(weakRecorder != nil, "released under the delivery")
+    goOn.signal()
+    #expect(await eventually { weakRecorder == nil }, "released once the delivery returned")
+    try? await Task.sleep(for: .milliseconds(50))
+    #expect(source.pulls.load(ordering: .relaxed) == 1, "no pull after the cancel was seen")
+  }
+
+  @Test("cancel() while the task is parked (demand spent): the subscriber is released at once")
+  func cancelWhileParked() async {
+    let source = Counted()
+    weak var weakRecorder: Recorder?
+    let subscription: (any Subscription)?
+    do {
+      let recorder = Recorder(initial: .max(2))
+      weakRecorder = recorder
+      source.publisher.subscribe(recorder)
+      #expect(await Self.waitForValues(recorder, 2))
+      subscription = recorder.lock.withLock { recorder.subscription }
+      recorder.lock.withLock { recorder.subscription = nil }
+    }
+    // The task is parked, or about to park; either way nothing is in flight.
+    try? await Task.sleep(for: .milliseconds(20))
+    subscription?.cancel()
+    #expect(weakRecorder == nil, "released by cancel() itself")
+    #expect(source.pulls.load(ordering: .relaxed) == 2)
+  }
+
+  @Test("cancel() from inside receive(_:) with demand left: nothing more, not even a completion")
+  func cancelFromInside() async {
+    let source = Counted(limit: 10)
+    let holder = Mutex<Recorder?>(nil)
+    let recorder = Recorder(initial: .unlimited) { value in
+      if value == 3 { holder.withLock { $0 }?.cancel() }
+      return .none
+    }
+    holder.withLock { $0 = recorder }
+    source.publisher.subscribe(recorder)
+    #expect(await Self.waitForValues(recorder, 3))
+    try? await Task.sleep(for: .milliseconds(50))
+    #expect(recorder.snapshot.values == [1, 2, 3])
+    #expect(recorder.snapshot.completions == 0)
+    #expect(source.pulls.load(ordering: .relaxed) == 3)
+    holder.withLock { $0 = nil }
+  }
+
+  @Test("cancel() from another thread while values flow without limit: the pulls stop")
+  func cancelStopsAnUnlimitedStream() async {
+    for _ in 0..<50 {
+      let source = Counted()
+      let recorder = Recorder(initial: .unlimited)
+      source.publisher.subscribe(recorder)
+      #expect(await Self.waitForValues(recorder, 1))
+      await onThreadOfItsOwn { recorder.cancel() }
+      let afterCancel = recorder.snapshot.values.count
+      try? await Task.sleep(for: .milliseconds(5))
+      // At most the value the task was delivering as cancel() returned.
+      #expect(recorder.snapshot.values.count <= afterCancel + 1)
+      // A pull that began before the task saw the cancel may still end after this read.
+      let pulls = source.pulls.load(ordering: .relaxed)
+      try? await Task.sleep(for: .milliseconds(5))
+      #expect(source.pulls.load(ordering: .relaxed) <= pulls + 1, "the task stopped pulling")
+      #expect(recorder.snapshot.completions == 0)
+    }
+  }
+}
