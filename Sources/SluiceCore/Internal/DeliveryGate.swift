@@ -52,7 +52,9 @@ package struct DeliveryGate: ~Copyable, Sendable {
   /// `release` when this call is the one the gate chose to release the downstream (the gate
   /// closed meanwhile and nothing else is in flight). Every delivery goes through here, so the
   /// release rule lives in one place.
-  @inlinable package func pass<Result>(_ body: () -> Result, releasing release: () -> Void) -> Result? {
+  @inlinable package func pass<Result>(_ body: () -> Result, releasing release: () -> Void)
+    -> Result?
+  {
     switch enter() {
     case .entered:
       defer { if exit() { release() } }
