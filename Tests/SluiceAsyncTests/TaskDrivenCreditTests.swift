@@ -214,4 +214,31 @@ struct TaskDrivenCreditTests {
       #expect(recorder.snapshot.completions == 0)
     }
   }
+
+  @Test("a kept Sender waiting for demand when the body returns: its send returns false")
+  func keptSenderParkedWhenTheBodyReturns() async {
+    let kept = Mutex<AsyncProducer<Int, Never>.Sender?>(nil)
+    let (bodyMayReturn, letBodyReturn) = AsyncStream<Void>.makeStream()
+    let producer = AsyncProducer<Int, Never> { sender in
+      kept.withLock { $0 = sender }
+      _ = await sender.send(1)
+      for await _ in bodyMayReturn { break }
+    }
+    let recorder = Recorder(initial: .max(1))
+    producer.subscribe(recorder)
+    #expect(await Self.waitForValues(recorder, 1))
+    let returned = Atomic<Int>(0)  // 0: waiting, 1: true, 2: false
+    let sending = Task {
+      let sent = await kept.withLock { $0 }!.send(2)  // no demand left: waits
+      returned.store(sent ? 1 : 2, ordering: .relaxed)
+    }
+    try? await Task.sleep(for: .milliseconds(20))
+    letBodyReturn.yield()
+    #expect(await eventually(timeout: .seconds(60)) { returned.load(ordering: .relaxed) != 0 })
+    #expect(returned.load(ordering: .relaxed) == 2, "the send returned false")
+    #expect(recorder.snapshot.values == [1])
+    #expect(recorder.snapshot.completions == 1)
+    sending.cancel()
+    kept.withLock { $0 = nil }
+  }
 }

@@ -483,6 +483,71 @@ do {
     ])
 }
 
+// An async source fed into a pipeline: the task-driven engine of `AsyncSequence.publisher`,
+// `AsyncProducer` and `AsyncFuture`. OpenCombine has no such bridge: the second column is the
+// same sequence read by `for await` in a task of its own (the floor of any bridge).
+struct Counting: AsyncSequence, Sendable {
+  let count: Int
+  struct AsyncIterator: AsyncIteratorProtocol {
+    var next = 0
+    let count: Int
+    mutating func next() async -> Int? {
+      guard next < count else { return nil }
+      next += 1
+      return next
+    }
+  }
+  func makeAsyncIterator() -> AsyncIterator { AsyncIterator(count: count) }
+}
+
+for erased in [false, true] {
+  let name =
+    "AsyncSequence.publisher\(erased ? ".eraseToAnyPublisher()" : "").sink "
+    + "(2nd column: for await in a task, not OpenCombine)"
+  shape(
+    name,
+    [
+      (
+        "Sluice",
+        {
+          let tally = Tally()
+          let done = DispatchSemaphore(value: 0)
+          var cancellable: Sluice.AnyCancellable?
+          let t = time {
+            let publisher = Counting(count: values).publisher
+            if erased {
+              cancellable = publisher.eraseToAnyPublisher().sink(
+                receiveCompletion: { _ in done.signal() }, receiveValue: { consume(tally, $0) })
+            } else {
+              cancellable = publisher.sink(
+                receiveCompletion: { _ in done.signal() }, receiveValue: { consume(tally, $0) })
+            }
+            done.wait()
+          }
+          check(tally.count, values, name)
+          cancellable?.cancel()
+          return t / Double(values)
+        }
+      ),
+      (
+        "for await",
+        {
+          let tally = Tally()
+          let done = DispatchSemaphore(value: 0)
+          let t = time {
+            Task {
+              for await value in Counting(count: values) { consume(tally, value) }
+              done.signal()
+            }
+            done.wait()
+          }
+          check(tally.count, values, name)
+          return t / Double(values)
+        }
+      ),
+    ])
+}
+
 // MARK: - Several threads sending
 
 /// `senders` threads each send `perSender` values into `send` at once; returns ns per value

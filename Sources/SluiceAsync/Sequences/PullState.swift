@@ -25,7 +25,7 @@
 /// | `nextPull` (task) | — | — | demand > 0: take it all (`.unlimited` stays), pull; else park | stop |
 /// | `parking(k)` (task) | — | — | demand > 0: take 1, resume `k`; else park `k` | resume `k` with stop |
 /// | `returned(n)` (task) | — | — | demand +n | ignore |
-/// | `finishing` (task) | — | — | terminal; `true`: complete the subscriber | `false` |
+/// | `finishing` (task) | — | — | terminal; complete the subscriber; resume a parked `Sender` with stop | resume a parked `Sender` with stop |
 /// | `cancelled` | terminal | terminal | terminal; cancel the task, resume a parked one with stop, release a body not yet taken | nothing |
 @usableFromInline
 struct PullState<Body> {
@@ -122,13 +122,15 @@ struct PullState<Body> {
     demand += more
   }
 
-  /// Terminal; `true` if the subscriber is to be completed (it was not terminal).
-  @inlinable mutating func finishing() -> Bool {
+  /// Terminal; whether the subscriber is to be completed (it was not terminal), and a parked
+  /// continuation to resume with stop (a `Sender` kept past the body, waiting for demand).
+  @inlinable mutating func finishing() -> (complete: Bool, parked: Parked?) {
     defer {
       live = false
       task = nil
+      parked = nil
     }
-    return live
+    return (live, parked)
   }
 
   /// Terminal; what to cancel and resume after unlocking. Idempotent.

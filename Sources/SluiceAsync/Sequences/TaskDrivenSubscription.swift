@@ -77,8 +77,9 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
   @usableFromInline @exclusivity(unchecked) var held: Downstream?
   /// Units of demand the task took from the state and has not spent (``reserveNow()``).
   @usableFromInline let credit = Atomic<Int>(0)
-  /// Set by `cancel()` once the state is terminal: the task stops spending its credit.
-  @usableFromInline let cancelledFlag = Atomic<Bool>(false)
+  /// Set once the state is terminal (`cancel()`, or the completion): the task, and a `Sender`
+  /// kept past the body, stop spending credit.
+  @usableFromInline let endedFlag = Atomic<Bool>(false)
   @usableFromInline let priority: TaskPriority?
   @usableFromInline let description: String
 
@@ -144,7 +145,7 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
   @inlinable func cancel() {
     let (task, parked, body) = state.withLock { $0.cancelled() }
     // After the state is terminal: a task that stops on it finds nothing to complete.
-    cancelledFlag.store(true, ordering: .releasing)
+    endedFlag.store(true, ordering: .releasing)
     if gate.close() { held = nil }
     task?.cancel()
     parked?.resume(returning: false)
@@ -171,7 +172,7 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
   @inlinable func reserveNowSpecialized() -> Bool? {
     let units = credit.load(ordering: .relaxed)
     if units > 0 {
-      guard !cancelledFlag.load(ordering: .relaxed) else { return false }
+      guard !endedFlag.load(ordering: .relaxed) else { return false }
       credit.store(units - 1, ordering: .relaxed)
       return true
     }
@@ -206,10 +207,19 @@ final class TaskDrivenSubscription<Downstream: Subscriber>: Subscription, ValueF
   }
 
   @inlinable func finish(_ completion: Subscribers.Completion<Failure>) {
-    guard state.withLock({ $0.finishing() }) else { return }
-    // Terminal: a `cancel()` from now on only closes the gate (it may win: then nothing more).
+    let (complete, parked) = state.withLock { $0.finishing() }
+    // Terminal: a `Sender` kept past the body stops spending its credit, and one parked wakes
+    // with `false`.
+    endedFlag.store(true, ordering: .releasing)
+    parked?.resume(returning: false)
+    guard complete else { return }
+    // The gate closes before the completion: a value that comes meanwhile is refused, and this
+    // delivery, the last to leave, releases the subscriber. (A `cancel()` that closed it
+    // first released it: then nothing.)
     _ = gate.pass(
-      { held.unsafelyUnwrapped.receive(completion: completion) }, releasing: { held = nil })
-    if gate.close() { held = nil }
+      {
+        _ = gate.close()
+        held.unsafelyUnwrapped.receive(completion: completion)
+      }, releasing: { held = nil })
   }
 }
