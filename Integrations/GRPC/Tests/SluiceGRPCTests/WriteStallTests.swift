@@ -170,21 +170,23 @@ struct WriteStallTests {
     #expect(cancelled.value)
   }
 
-  /// Every write waits 100 ms for the peer: 3 s waiting in all, three times the timeout, but
-  /// never one write as long as the timeout: the stream is not cut.
+  /// Every write waits 100 ms for the peer: 4 s waiting in all, longer than the timeout, but
+  /// never one write as long as the timeout: the stream is not cut. (The timeout is 30 pauses:
+  /// at 10, a CI rehearsal with the machine overloaded by builds saw one 100 ms sleep end
+  /// after more than 1 s, and the stream cut.)
   @Test func aSlowReaderThatTakesSomethingWithinEveryTimeoutIsNeverCut() async throws {
     let cancelled = Observed(false)
     let writer = PausingWriter(pause: .milliseconds(100))
     let start = ContinuousClock.now
     let outcome = await Task {
       await Self.write(
-        (0..<30).publisher.handleEvents(receiveCancel: { cancelled.update { $0 = true } }),
-        to: writer, prefetch: 1, writeStallTimeout: .seconds(1))
+        (0..<40).publisher.handleEvents(receiveCancel: { cancelled.update { $0 = true } }),
+        to: writer, prefetch: 1, writeStallTimeout: .seconds(3))
     }.value
     let elapsed = ContinuousClock.now - start
     #expect(outcome.error == nil)
     #expect(!outcome.taskCancelled)
-    #expect(writer.written.value == Array(0..<30))
+    #expect(writer.written.value == Array(0..<40))
     #expect(!cancelled.value)
     #expect(elapsed >= .seconds(3), "longer in all than the timeout")
   }
@@ -211,17 +213,17 @@ struct WriteStallTests {
     #expect(!cancelled.value)
   }
 
-  /// Writes that each wait just under the timeout, then the end: nothing fires afterwards, the
-  /// pipeline sees no late `cancel()` and the calling task is not cancelled.
+  /// Writes that each wait for the peer (well under the timeout), then the end: nothing fires
+  /// afterwards, the pipeline sees no late `cancel()` and the calling task is not cancelled.
   @Test func theTimeoutNeverFiresAfterTheWritingEnded() async throws {
     let cancelled = Observed(false)
     let writer = PausingWriter(pause: .milliseconds(100))
     let writing = Task {
       let outcome = await Self.write(
         (0..<3).publisher.handleEvents(receiveCancel: { cancelled.update { $0 = true } }),
-        to: writer, prefetch: 1, writeStallTimeout: .milliseconds(400))
-      // Three timeouts after the end: the watch had every chance to fire.
-      try? await Task.sleep(for: .milliseconds(1_200))
+        to: writer, prefetch: 1, writeStallTimeout: .seconds(2))
+      // A timeout and a half after the end: the watch had every chance to fire.
+      try? await Task.sleep(for: .seconds(3))
       return (outcome, Task.isCancelled)
     }
     let (outcome, cancelledLater) = await writing.value
