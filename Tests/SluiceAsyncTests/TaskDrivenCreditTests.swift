@@ -130,10 +130,16 @@ struct TaskDrivenCreditTests {
 
   @Test("cancel() while the subscriber is inside a value: released as it returns, no pull after")
   func cancelDuringDelivery() async {
+    final class Handles: @unchecked Sendable {
+      // Safety: written before the thread below starts; then used by that thread only, until
+      // the test reads them after it ended.
+      weak var recorder: Recorder?
+      var subscription: (any Subscription)?
+    }
     let source = Counted()
     let entered = DispatchSemaphore(value: 0)
     let goOn = DispatchSemaphore(value: 0)
-    weak var weakRecorder: Recorder?
+    let weak = Handles()
     do {
       let recorder = Recorder(initial: .unlimited) { value in
         if value == 1 {
@@ -142,17 +148,27 @@ struct TaskDrivenCreditTests {
         }
         return .none
       }
-      weakRecorder = recorder
+      weak.recorder = recorder
       source.publisher.subscribe(recorder)
-      let inside = await onThreadOfItsOwn { entered.wait(timeout: .now() + 60) == .success }
-      #expect(inside)
-      recorder.lock.withLock { recorder.subscription }?.cancel()
-      // The subscription let go of it; the task's delivery still holds it.
+      weak.subscription = recorder.lock.withLock { recorder.subscription }
+      // The subscription holds the recorder from here on, not the other way round.
       recorder.lock.withLock { recorder.subscription = nil }
     }
-    #expect(weakRecorder != nil, "released under the delivery")
-    goOn.signal()
-    #expect(await eventually { weakRecorder == nil }, "released once the delivery returned")
+    // The delivery blocks a thread of the pool: everything until it is let go happens on a
+    // thread of its own, so that it never waits for the pool (another test may hold the rest).
+    let keptUnderTheDelivery = await onThreadOfItsOwn {
+      guard entered.wait(timeout: .now() + 60) == .success else {
+        goOn.signal()
+        return false
+      }
+      weak.subscription?.cancel()
+      weak.subscription = nil
+      let kept = weak.recorder != nil
+      goOn.signal()
+      return kept
+    }
+    #expect(keptUnderTheDelivery, "not released under the delivery")
+    #expect(await eventually { weak.recorder == nil }, "released once the delivery returned")
     try? await Task.sleep(for: .milliseconds(50))
     #expect(source.pulls.load(ordering: .relaxed) == 1, "no pull after the cancel was seen")
   }
