@@ -17,6 +17,9 @@ final class CreditTally: AsyncSequence, Sendable {
   let census: TokenCensus
   /// Suspends (cancellation-aware) before producing value `stallAt` and every value after.
   let stallAt: Int
+  /// How many times an iterator began to stall: once it has, the task is inside `next()`,
+  /// not delivering.
+  let stalls = Atomic<Int>(0)
 
   init(limit: Int = .max, census: TokenCensus = TokenCensus(), stallAt: Int = .max) {
     self.limit = limit
@@ -31,6 +34,7 @@ final class CreditTally: AsyncSequence, Sendable {
       token.touch()
       let pulled = source.pulls.load(ordering: .relaxed)
       if pulled + 1 >= source.stallAt {
+        source.stalls.add(1, ordering: .relaxed)
         do { try await Task.sleep(for: .seconds(60)) } catch { return nil }
       }
       guard pulled < source.limit else { return nil }
@@ -163,7 +167,7 @@ final class CreditProbe: Subscriber, @unchecked Sendable {
 
   func dropSubscription() { lock.withLock { subscription = nil } }
 
-  func waitValues(_ n: Int, seconds: Int = 8) -> Bool {
+  func waitValues(_ n: Int, seconds: Int = 600) -> Bool {
     (0..<n).allSatisfy { _ in arrived.wait(timeout: .now() + .seconds(seconds)) == .success }
   }
 
@@ -190,7 +194,10 @@ final class CreditBox<Value>: @unchecked Sendable {
 }
 
 /// Spins on the current thread until `condition` holds or `seconds` pass (test on its own thread).
-func creditSpin(seconds: Double = 8, _ condition: () -> Bool) -> Bool {
+/// The deadline is a net against a hang only: with the whole suite running (the thread
+/// sanitizer, stress tests, exit tests' blocking reads), the cooperative pool that the
+/// publishers' tasks need has been held for more than 100 s.
+func creditSpin(seconds: Double = 600, _ condition: () -> Bool) -> Bool {
   let end = Date().addingTimeInterval(seconds)
   while Date() < end {
     if condition() { return true }
@@ -343,8 +350,9 @@ struct TaskDrivenCreditAttackTests {
         subscription = probe.currentSubscription
         probe.dropSubscription()
       }
-      // The task sleeps in next() (or is about to): the gate is idle once value 1 returned.
-      usleep(20_000)
+      // Once the task sleeps in next(), no delivery is in flight. (Waiting a fixed time was
+      // not enough: on a loaded machine the task can still be leaving value 1's delivery.)
+      #expect(creditSpin { source.stalls.load(ordering: .relaxed) > 0 })
       #expect(subscribers.count == 1)
       subscription?.cancel()
       #expect(subscribers.count == 0, "released by cancel() itself")
@@ -410,7 +418,7 @@ struct TaskDrivenCreditAttackTests {
           probe.cancel()
         }
         source.publisher.subscribe(probe)
-        #expect(probe.completed.wait(timeout: .now() + 8) == .success)
+        #expect(probe.completed.wait(timeout: .now() + 600) == .success)
         usleep(10_000)
         #expect(probe.count == limit)
         #expect(probe.completions.load(ordering: .relaxed) == 1)
@@ -525,7 +533,7 @@ struct TaskDrivenCreditAttackTests {
       let probe = CreditProbe(initial: initial)
       producer.subscribe(probe)
       #expect(probe.waitValues(3))
-      #expect(waiting.wait(timeout: .now() + 8) == .success)
+      #expect(waiting.wait(timeout: .now() + 600) == .success)
       probe.cancel()
       resume.with { $0 }?.resume()
       #expect(creditSpin { results.with { $0.count } == 3 })
@@ -573,7 +581,7 @@ struct TaskDrivenCreditAttackTests {
         await allReturn(threads: 3, deadline: .seconds(30)) { _ in
           for _ in 0..<3 { probe.request(.max(1)) }
         })
-      #expect(probe.completed.wait(timeout: .now() + 8) == .success)
+      #expect(probe.completed.wait(timeout: .now() + 600) == .success)
       #expect(probe.snapshot == [round])
       #expect(probe.completions.load(ordering: .relaxed) == 1)
       #expect(probe.clean)
@@ -597,7 +605,7 @@ struct TaskDrivenCreditAttackTests {
           done.signal()
         },
         receiveValue: { value in received.with { $0.append(value) } })
-    #expect(done.wait(timeout: .now() + 8) == .success)
+    #expect(done.wait(timeout: .now() + 600) == .success)
     #expect(received.with { $0.sorted() } == Array(1...300))
     usleep(10_000)
     #expect(completions.value == 1)
@@ -634,7 +642,7 @@ struct TaskDrivenCreditAttackTests {
       let finite = CreditTally(limit: 200, census: census)
       let probe = CreditProbe(initial: .unlimited, census: subscribers)
       finite.publisher.values.publisher.subscribe(probe)
-      #expect(probe.completed.wait(timeout: .now() + 8) == .success)
+      #expect(probe.completed.wait(timeout: .now() + 600) == .success)
       #expect(probe.snapshot == Array(1...200))
       #expect(probe.completions.load(ordering: .relaxed) == 1)
       #expect(probe.clean)
@@ -680,8 +688,8 @@ struct TaskDrivenCreditAttackTests {
           completionsB.add()
           doneB.signal()
         }, receiveValue: { v in b.with { $0.append(v) } })
-      #expect(doneA.wait(timeout: .now() + 8) == .success)
-      #expect(doneB.wait(timeout: .now() + 8) == .success)
+      #expect(doneA.wait(timeout: .now() + 600) == .success)
+      #expect(doneB.wait(timeout: .now() + 600) == .success)
       #expect(a.with { $0 } == Array(1...100))
       let bs = b.with { $0 }
       #expect(bs == Array(1...100).suffix(bs.count))
@@ -716,7 +724,7 @@ struct TaskDrivenCreditAttackTests {
         }
         box.with { $0 = cancellable }
       }
-      #expect(arrived.wait(timeout: .now() + 8) == .success)
+      #expect(arrived.wait(timeout: .now() + 600) == .success)
       await onThreadOfItsOwn {
         box.with { $0 = nil }  // AnyCancellable's deinit cancels
         cancelled.store(true, ordering: .releasing)
@@ -737,7 +745,7 @@ struct TaskDrivenCreditAttackTests {
       }
       let probe = CreditProbe(initial: initial)
       producer.subscribe(probe)
-      #expect(probe.completed.wait(timeout: .now() + 8) == .success)
+      #expect(probe.completed.wait(timeout: .now() + 600) == .success)
       let sender = kept.with { $0 }
       let sent = await sender?.send(2)
       #expect(sent == false)
@@ -813,7 +821,7 @@ struct TaskDrivenCreditAttackTests {
       do {
         let subscriber = SelfCancelling(census)
         CreditTally(limit: round % 2 == 0 ? 1 : .max).publisher.subscribe(subscriber)
-        _ = subscriber.got.wait(timeout: .now() + 8)
+        _ = subscriber.got.wait(timeout: .now() + 600)
         subscription = subscriber.lock.withLock { subscriber.subscription }
         // The subscriber keeps its subscription: a cycle that cancel() or the completion breaks.
       }
@@ -842,10 +850,10 @@ struct TaskDrivenCreditAttackTests {
         _ = sendReturned.wait(timeout: .now() + 2)
       }
       producer.subscribe(probe)
-      #expect(completing.wait(timeout: .now() + 8) == .success)
+      #expect(completing.wait(timeout: .now() + 600) == .success)
       let sent = await kept.with { $0 }?.send(2)
       sendReturned.signal()
-      #expect(probe.completed.wait(timeout: .now() + 8) == .success)
+      #expect(probe.completed.wait(timeout: .now() + 600) == .success)
       #expect(sent == false, "a send after the producer returned must not deliver")
       #expect(probe.snapshot == [1], "no value after (or during) the completion")
       #expect(probe.overlaps.load(ordering: .relaxed) == 0, "no value overlapping the completion")

@@ -83,7 +83,7 @@ struct TaskDrivenCreditTests {
   /// Waits (on a thread of its own, with a deadline) for `count` values.
   static func waitForValues(_ recorder: Recorder, _ count: Int) async -> Bool {
     await onThreadOfItsOwn {
-      (0..<count).allSatisfy { _ in recorder.arrived.wait(timeout: .now() + 60) == .success }
+      (0..<count).allSatisfy { _ in recorder.arrived.wait(timeout: .now() + 600) == .success }
     }
   }
 
@@ -121,7 +121,7 @@ struct TaskDrivenCreditTests {
     let recorder = Recorder(initial: .unlimited)
     source.publisher.subscribe(recorder)
     let finished = await onThreadOfItsOwn {
-      recorder.completed.wait(timeout: .now() + 60) == .success
+      recorder.completed.wait(timeout: .now() + 600) == .success
     }
     #expect(finished)
     #expect(recorder.snapshot.values == Array(1...1_000))
@@ -157,7 +157,7 @@ struct TaskDrivenCreditTests {
     // The delivery blocks a thread of the pool: everything until it is let go happens on a
     // thread of its own, so that it never waits for the pool (another test may hold the rest).
     let keptUnderTheDelivery = await onThreadOfItsOwn {
-      guard entered.wait(timeout: .now() + 60) == .success else {
+      guard entered.wait(timeout: .now() + 600) == .success else {
         goOn.signal()
         return false
       }
@@ -173,7 +173,7 @@ struct TaskDrivenCreditTests {
     #expect(source.pulls.load(ordering: .relaxed) == 1, "no pull after the cancel was seen")
   }
 
-  @Test("cancel() while the task is parked (demand spent): the subscriber is released at once")
+  @Test("cancel() once the demand is spent: the subscriber is released, no more pulls")
   func cancelWhileParked() async {
     let source = Counted()
     weak var weakRecorder: Recorder?
@@ -186,10 +186,13 @@ struct TaskDrivenCreditTests {
       subscription = recorder.lock.withLock { recorder.subscription }
       recorder.lock.withLock { recorder.subscription = nil }
     }
-    // The task is parked, or about to park; either way nothing is in flight.
+    // The task is parked, about to park, or (on a loaded machine) still leaving value 2's
+    // delivery: released by cancel() itself, or as that delivery returns. (That an idle
+    // subscription releases at once is TaskDrivenCreditAttackTests' stall-based test.)
     try? await Task.sleep(for: .milliseconds(20))
     subscription?.cancel()
-    #expect(weakRecorder == nil, "released by cancel() itself")
+    #expect(await eventually { weakRecorder == nil }, "released")
+    try? await Task.sleep(for: .milliseconds(20))
     #expect(source.pulls.load(ordering: .relaxed) == 2)
   }
 
@@ -250,7 +253,7 @@ struct TaskDrivenCreditTests {
     }
     try? await Task.sleep(for: .milliseconds(20))
     letBodyReturn.yield()
-    #expect(await eventually(timeout: .seconds(60)) { returned.load(ordering: .relaxed) != 0 })
+    #expect(await eventually { returned.load(ordering: .relaxed) != 0 })
     #expect(returned.load(ordering: .relaxed) == 2, "the send returned false")
     #expect(recorder.snapshot.values == [1])
     #expect(recorder.snapshot.completions == 1)

@@ -535,7 +535,8 @@ for erased in [false, true] {
           let tally = Tally()
           let done = DispatchSemaphore(value: 0)
           let t = time {
-            Task {
+            // Detached: top-level code is on the main actor, which `done.wait()` blocks.
+            Task.detached {
               for await value in Counting(count: values) { consume(tally, value) }
               done.signal()
             }
