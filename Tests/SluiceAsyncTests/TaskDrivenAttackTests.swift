@@ -41,7 +41,7 @@ final class Token: Sendable {
 
 /// A subscriber that keeps its subscription, counts what it receives, flags what arrives after
 /// a cancel that returned on another thread, and counts its own instances.
-final class AdversarySubscriber: Subscriber, @unchecked Sendable {
+final class AdversarySubscriber: Subscriber, CancelMarkingSubscriber, @unchecked Sendable {
   // Safety: `lock` guards `subscription`; counters are atomics.
   typealias Input = Int
   typealias Failure = Never
@@ -84,24 +84,37 @@ final class AdversarySubscriber: Subscriber, @unchecked Sendable {
     completions.add(1, ordering: .relaxed)
   }
 
-  var currentSubscription: (any Subscription)? { lock.withLock { subscription } }
-
   func request(_ demand: Subscribers.Demand) { currentSubscription?.request(demand) }
+
+  func markCancelReturned() { cancelReturned.store(true, ordering: .releasing) }
+}
+
+/// A test subscriber that keeps its subscription under `lock` and marks when a `cancel()` it
+/// made has returned (what arrives after that is late).
+protocol CancelMarkingSubscriber: AnyObject {
+  var lock: NSLock { get }
+  var subscription: (any Subscription)? { get set }
+  /// A `cancel()` of this subscriber's returned.
+  func markCancelReturned()
+}
+
+extension CancelMarkingSubscriber {
+  var currentSubscription: (any Subscription)? { lock.withLock { subscription } }
 
   /// Cancels, keeping the subscription (as a subscriber that only cancels does).
   func cancel() {
     currentSubscription?.cancel()
-    cancelReturned.store(true, ordering: .releasing)
+    markCancelReturned()
   }
 
-  /// Cancels and drops the subscription.
+  /// Cancels and lets go of the subscription (breaking the subscriber → subscription link).
   func cancelAndDrop() {
     let taken = lock.withLock { () -> (any Subscription)? in
       defer { subscription = nil }
       return subscription
     }
     taken?.cancel()
-    cancelReturned.store(true, ordering: .releasing)
+    markCancelReturned()
   }
 }
 

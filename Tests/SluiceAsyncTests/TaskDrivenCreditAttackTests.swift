@@ -51,7 +51,7 @@ final class CreditTally: AsyncSequence, Sendable {
 
 /// A subscriber that checks the rules as signals arrive: overlapping signals, signals after a
 /// completion, signals that began after a `cancel()` returned, more values than demanded.
-final class CreditProbe: Subscriber, @unchecked Sendable {
+final class CreditProbe: Subscriber, CancelMarkingSubscriber, @unchecked Sendable {
   // Safety: `lock` guards `values`, `subscription`; the rest are atomics; closures set in init.
   typealias Input = Int
   typealias Failure = Never
@@ -140,7 +140,6 @@ final class CreditProbe: Subscriber, @unchecked Sendable {
     completed.signal()
   }
 
-  var currentSubscription: (any Subscription)? { lock.withLock { subscription } }
   var snapshot: [Int] { lock.withLock { values } }
   var count: Int { lock.withLock { values.count } }
 
@@ -150,20 +149,7 @@ final class CreditProbe: Subscriber, @unchecked Sendable {
     currentSubscription?.request(demand)
   }
 
-  func cancel() {
-    currentSubscription?.cancel()
-    cancelReturned.store(true, ordering: .releasing)
-  }
-
-  /// Cancels and lets go of the subscription (breaking the subscriber → subscription link).
-  func cancelAndDrop() {
-    let taken = lock.withLock { () -> (any Subscription)? in
-      defer { subscription = nil }
-      return subscription
-    }
-    taken?.cancel()
-    cancelReturned.store(true, ordering: .releasing)
-  }
+  func markCancelReturned() { cancelReturned.store(true, ordering: .releasing) }
 
   func dropSubscription() { lock.withLock { subscription = nil } }
 
