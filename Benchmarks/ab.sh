@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # A/B of the main package at a git ref (A) against this working tree (B), on one harness:
 # Benchmarks/Shapes (this checkout's) built in release against each, the two binaries run
-# alternately, and each row's median over the runs printed for A and B with B/A. Used on every
-# change to a delivery engine (issue 38): a ratio in one run is what a shared machine can give.
+# alternately, and each row's median over the runs printed for A and B with B/A (and Shapes'
+# second column, OpenCombine for most rows, measured in the same runs, as anchor/A and anchor/B).
+# Used on every change to a delivery engine (issue 38): a ratio in one run is what a shared
+# machine can give.
 #
 #   Benchmarks/ab.sh e0f3054                                  # the core rows, 5 runs each
 #   Benchmarks/ab.sh e0f3054 --filter 'senders' --runs 3      # other rows (Shapes' --filter)
@@ -83,7 +85,7 @@ echo "CPU: $model; load average before: $(cut -d' ' -f1-3 /proc/loadavg); $runs 
 for ((run = 1; run <= runs; run++)); do
   for side in a b; do
     "$work/harness-$side/.build/release/Shapes" --filter "$filter" --rounds "$rounds" |
-      sed -n "s/^| \(.*\) | \([0-9.]*\) | [0-9.]* | .*/$side\t\1\t\2/p" >>"$work/results.$$"
+      sed -n "s/^| \(.*\) | \([0-9.]*\) | \([0-9.]*\) | .*/$side\t\1\t\2\t\3/p" >>"$work/results.$$"
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -91,13 +93,20 @@ python3 - "$work/results.$$" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1], encoding="utf-8"):
-    side, name, value = line.rstrip("\n").split("\t")
-    rows.setdefault(name, {"a": [], "b": []})[side].append(float(value))
-print("| row | A ns | B ns | B/A | A runs | B runs |")
-print("|---|---|---|---|---|---|")
+    side, name, value, anchor = line.rstrip("\n").split("\t")
+    row = rows.setdefault(name, {"a": [], "b": [], "anchor a": [], "anchor b": []})
+    row[side].append(float(value))
+    row["anchor " + side].append(float(anchor))
+# The anchor is Shapes' second column, measured in the same runs (OpenCombine, for all rows but
+# the AsyncSequence one): anchor/A and anchor/B above 1 mean Sluice is faster.
+print("| row | A ns | B ns | B/A | A runs | B runs | anchor/A | anchor/B |")
+print("|---|---|---|---|---|---|---|---|")
 for name, sides in rows.items():
     a, b = statistics.median(sides["a"]), statistics.median(sides["b"])
+    anchor_a = statistics.median(sides["anchor a"]) / a
+    anchor_b = statistics.median(sides["anchor b"]) / b
     spread = lambda xs: "–".join(f"{x:.1f}" for x in (min(xs), max(xs)))
-    print(f"| {name} | {a:.1f} | {b:.1f} | {b / a:.3f} | {spread(sides['a'])} | {spread(sides['b'])} |")
+    print(f"| {name} | {a:.1f} | {b:.1f} | {b / a:.3f} | {spread(sides['a'])} | {spread(sides['b'])}"
+          f" | {anchor_a:.2f}x | {anchor_b:.2f}x |")
 PY
 rm -f "$work/results.$$"
