@@ -8,6 +8,7 @@
 #
 #   Benchmarks/ab.sh e0f3054                                  # the core rows, 5 runs each
 #   Benchmarks/ab.sh e0f3054 --filter 'senders' --runs 3      # other rows (Shapes' --filter)
+#   Benchmarks/ab.sh e0f3054 --filter 'sender' --sluice-only  # Sluice's rounds back to back
 #
 # Only Shapes and what it needs (the main package, OpenCombine) are built, in .build-ab/ (kept
 # between runs: a second A/B of the same ref rebuilds only B).
@@ -17,9 +18,11 @@ shift
 filter='^subject\.sink|^subject\.eraseToAnyPublisher|^subject\.map\.filter\.sink|^s1\.merge\(with: s2\) →|1 sink, 1 sender'
 runs=5
 rounds=3
+only=()
 while [[ $# -gt 0 ]]; do
   case $1 in
     --filter) filter=$2; shift 2 ;;
+    --sluice-only) only=(--sluice-only); shift ;;
     --runs) runs=$2; shift 2 ;;
     --rounds) rounds=$2; shift 2 ;;
     *) echo "ab.sh: unknown option $1" >&2; exit 2 ;;
@@ -84,7 +87,7 @@ echo "A = $ref ($commit), B = working tree ($(git -C "$root" rev-parse --short H
 echo "CPU: $model; load average before: $(cut -d' ' -f1-3 /proc/loadavg); $runs alternating runs of $rounds rounds"
 for ((run = 1; run <= runs; run++)); do
   for side in a b; do
-    "$work/harness-$side/.build/release/Shapes" --filter "$filter" --rounds "$rounds" |
+    "$work/harness-$side/.build/release/Shapes" --filter "$filter" --rounds "$rounds" "${only[@]}" |
       sed -n "s/^| \(.*\) | \([0-9.]*\) | \([0-9.]*\) | .*/$side\t\1\t\2\t\3/p" >>"$work/results.$$"
   done
 done
@@ -103,10 +106,11 @@ print("| row | A ns | B ns | B/A | A runs | B runs | anchor/A | anchor/B |")
 print("|---|---|---|---|---|---|---|---|")
 for name, sides in rows.items():
     a, b = statistics.median(sides["a"]), statistics.median(sides["b"])
-    anchor_a = statistics.median(sides["anchor a"]) / a
-    anchor_b = statistics.median(sides["anchor b"]) / b
+    # (0 with --sluice-only: no anchor measured.)
+    ratio = lambda side, x: f"{statistics.median(sides['anchor ' + side]) / x:.2f}x" \
+        if statistics.median(sides["anchor " + side]) > 0 else "—"
     spread = lambda xs: "–".join(f"{x:.1f}" for x in (min(xs), max(xs)))
     print(f"| {name} | {a:.1f} | {b:.1f} | {b / a:.3f} | {spread(sides['a'])} | {spread(sides['b'])}"
-          f" | {anchor_a:.2f}x | {anchor_b:.2f}x |")
+          f" | {ratio('a', a)} | {ratio('b', b)} |")
 PY
 rm -f "$work/results.$$"

@@ -25,6 +25,11 @@ let rounds = Int(option("--rounds") ?? "7") ?? 7
 /// `--profile N`: runs only Sluice's implementation of the matching rows, N samples each (for
 /// `perf record`), and prints nothing else.
 let profileSamples = option("--profile").flatMap { Int($0) }
+/// `--sluice-only`: measures Sluice's implementation alone (its rounds back to back, no
+/// OpenCombine between them; the anchor columns print 0). The sender rows land in another regime
+/// this way — the same code measured more contended — so an engine change to contention is
+/// A/B'd both ways (`ab.sh --sluice-only`).
+let sluiceOnly = arguments.contains("--sluice-only")
 /// `--implementation K` with `--profile`: the K-th implementation instead (1: OpenCombine), to
 /// compare counters (`perf stat`) of the two.
 let profiledImplementation = option("--implementation").flatMap { Int($0) } ?? 0
@@ -575,6 +580,43 @@ func concurrentSends(senders: Int, perSender: Int, _ send: @escaping @Sendable (
   return Double(DispatchTime.now().uptimeNanoseconds - start) / Double(senders * perSender)
 }
 
+/// A subject the direct-send rows send into (one conformance per library, so that
+/// `concurrentDirectSends` is specialised for each and the send is inlined in the loop).
+protocol DirectSendTarget: Sendable {
+  func sendValue(_ value: Int)
+}
+extension Sluice.PassthroughSubject: DirectSendTarget where Output == Int, Failure == Never {
+  func sendValue(_ value: Int) { send(value) }
+}
+extension SendableBox: DirectSendTarget where Value == OpenCombine.PassthroughSubject<Int, Never> {
+  func sendValue(_ value: Int) { self.value.send(value) }
+}
+
+/// `concurrentSends` with the send inlined in each thread's loop, as a loop sending into a
+/// subject compiles in an app, instead of called through a closure: the senders collide more
+/// often (a holder's batch of hand-offs showed there, issue 38).
+func concurrentDirectSends<Target: DirectSendTarget>(
+  senders: Int, perSender: Int, into target: Target
+) -> Double {
+  let ready = DispatchSemaphore(value: 0)
+  let go = Atomic<Bool>(false)
+  let done = DispatchGroup()
+  for sender in 0..<senders {
+    done.enter()
+    Thread.detachNewThread {
+      ready.signal()
+      while !go.load(ordering: .acquiring) {}
+      for v in 0..<perSender { target.sendValue(sender &* perSender &+ v) }
+      done.leave()
+    }
+  }
+  for _ in 0..<senders { ready.wait() }
+  let start = DispatchTime.now().uptimeNanoseconds
+  go.store(true, ordering: .releasing)
+  done.wait()
+  return Double(DispatchTime.now().uptimeNanoseconds - start) / Double(senders * perSender)
+}
+
 final class AtomicTally: Sendable {
   let count = Atomic<Int>(0)
 }
@@ -644,6 +686,39 @@ for (sinkWork, sinkName, defaultTotal) in sinks {
   }
 }
 
+// The same with the send inlined in each sender's loop (`concurrentDirectSends`), half the
+// values: 2, 8 and 16 threads into a fast sink.
+for senders in [2, 8, 16] {
+  let name = "PassthroughSubject, 1 sink, \(senders) sender threads, send inlined in the loop"
+  let total = 500_000
+  shape(
+    name, unit: "value",
+    [
+      (
+        "Sluice",
+        {
+          let subject = Sluice.PassthroughSubject<Int, Never>()
+          let tally = AtomicTally()
+          let c = subject.sink { _ in tally.count.add(1, ordering: .relaxed) }
+          let t = concurrentDirectSends(senders: senders, perSender: total / senders, into: subject)
+          check(tally.count.load(ordering: .relaxed), total, name); c.cancel()
+          return t
+        }
+      ),
+      (
+        "OpenCombine",
+        {
+          let subject = SendableBox(value: OpenCombine.PassthroughSubject<Int, Never>())
+          let tally = AtomicTally()
+          let c = subject.value.sink { @Sendable _ in tally.count.add(1, ordering: .relaxed) }
+          let t = concurrentDirectSends(senders: senders, perSender: total / senders, into: subject)
+          check(tally.count.load(ordering: .relaxed), total, name); c.cancel()
+          return t
+        }
+      ),
+    ])
+}
+
 // MARK: - Run
 
 func median(_ samples: [Double]) -> Double {
@@ -671,10 +746,12 @@ print(
 print("|---|---|---|---|---|---|")
 for shape in shapes where shape.name.contains(filter) {
   // Warm-up, then alternating rounds.
-  for implementation in shape.implementations { _ = implementation.sample() }
-  var samples = Array(repeating: [Double](), count: shape.implementations.count)
+  let measured = sluiceOnly ? Array(shape.implementations.prefix(1)) : shape.implementations
+  for implementation in measured { _ = implementation.sample() }
+  var samples = Array(repeating: [0.0], count: shape.implementations.count)
+  for index in measured.indices { samples[index] = [] }
   for _ in 0..<rounds {
-    for (index, implementation) in shape.implementations.enumerated() {
+    for (index, implementation) in measured.enumerated() {
       samples[index].append(implementation.sample())
     }
   }
