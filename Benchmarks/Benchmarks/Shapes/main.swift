@@ -554,6 +554,58 @@ for erased in [false, true] {
     ])
 }
 
+// An `AsyncStream` (filled beforehand) read through its publisher's `values`, against the
+// stream read directly: each value costs the bridge two task switches (the consumer's `next()`
+// asks for one, the pulling task resumes, pulls and hands it back), the stream alone none.
+do {
+  let name = "AsyncStream.publisher.values (2nd column: for await over the stream, not OpenCombine)"
+  let count = values / 10
+  func filledStream() -> AsyncStream<Int> {
+    let (stream, continuation) = AsyncStream<Int>.makeStream()
+    for value in 0..<count { continuation.yield(value) }
+    continuation.finish()
+    return stream
+  }
+  shape(
+    name,
+    [
+      (
+        "Sluice",
+        {
+          let tally = Tally()
+          let done = DispatchSemaphore(value: 0)
+          let stream = filledStream()
+          let t = time {
+            Task.detached {
+              for await value in stream.publisher.values { consume(tally, value) }
+              done.signal()
+            }
+            done.wait()
+          }
+          check(tally.count, count, name)
+          return t / Double(count)
+        }
+      ),
+      (
+        "for await",
+        {
+          let tally = Tally()
+          let done = DispatchSemaphore(value: 0)
+          let stream = filledStream()
+          let t = time {
+            Task.detached {
+              for await value in stream { consume(tally, value) }
+              done.signal()
+            }
+            done.wait()
+          }
+          check(tally.count, count, name)
+          return t / Double(count)
+        }
+      ),
+    ])
+}
+
 // MARK: - Several threads sending
 
 /// `senders` threads each send `perSender` values into `send` at once; returns ns per value
