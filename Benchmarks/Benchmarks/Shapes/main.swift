@@ -609,27 +609,18 @@ do {
 // MARK: - Several threads sending
 
 /// `senders` threads each send `perSender` values into `send` at once; returns ns per value
-/// (wall clock from the start signal until every sender has returned).
+/// (wall clock from the start signal until every sender has returned). The send is called
+/// through the closure (``concurrentDirectSends`` with a ``ClosureTarget``).
 func concurrentSends(senders: Int, perSender: Int, _ send: @escaping @Sendable (Int) -> Void)
   -> Double
 {
-  let ready = DispatchSemaphore(value: 0)
-  let go = Atomic<Bool>(false)
-  let done = DispatchGroup()
-  for sender in 0..<senders {
-    done.enter()
-    Thread.detachNewThread {
-      ready.signal()
-      while !go.load(ordering: .acquiring) {}
-      for v in 0..<perSender { send(sender &* perSender &+ v) }
-      done.leave()
-    }
-  }
-  for _ in 0..<senders { ready.wait() }
-  let start = DispatchTime.now().uptimeNanoseconds
-  go.store(true, ordering: .releasing)
-  done.wait()
-  return Double(DispatchTime.now().uptimeNanoseconds - start) / Double(senders * perSender)
+  concurrentDirectSends(senders: senders, perSender: perSender, into: ClosureTarget(send: send))
+}
+
+/// A send through a closure: an indirect call per value, which spaces the senders' sends.
+struct ClosureTarget: DirectSendTarget {
+  let send: @Sendable (Int) -> Void
+  func sendValue(_ value: Int) { send(value) }
 }
 
 /// A subject the direct-send rows send into (one conformance per library, so that

@@ -291,10 +291,9 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
 
   /// Runs what was queued for this turn, oldest first, until the queue is empty (`true`) or
   /// a waiter comes first (`false`: the turn is handed to it, and this thread must not touch
-  /// the list any more). Granted values queued with nothing else come as one batch (one lock
-  /// round instead of one per value: with several senders into a fast subscriber, 4.5× fewer
-  /// lock rounds for the holder, which other senders' hand-offs wait behind); the batch's
-  /// buffer goes back in the next lock round, so batches allocate nothing. (Inlinable so that
+  /// the list any more). Granted values queued with nothing else come as one batch: one lock
+  /// round instead of one per value, so other senders' hand-offs wait behind the holder less
+  /// often. The batch's buffer goes back in the next lock round, so batches allocate nothing. (Inlinable so that
   /// it is specialised: generic, it looked up the metadata of `HandedOver` per item.)
   @inlinable
   func runHandedOver(_ context: DeliveryContext) -> Bool {
