@@ -423,7 +423,11 @@ struct SinkReleaseAttackTests {
   struct Recording: Publisher, Sendable {
     typealias Output = Int
     typealias Failure = Never
-    enum Mode: Sendable { case synchronous, asyncThread, overSend, manyThreads, slowThenFast }
+    enum Mode: Sendable {
+      case synchronous, asyncThread, overSend, overSendFromThread, manyThreads, slowThenFast
+      /// Synchronous; only `request` adds demand: what `receive` returns is dropped.
+      case ignoresReturnedDemand
+    }
     let mode: Mode
     let count: Int
     let stats: Stats
@@ -477,8 +481,8 @@ struct SinkReleaseAttackTests {
         }
         guard start else { return }
         switch mode {
-        case .synchronous, .overSend, .slowThenFast: emit()
-        case .asyncThread: Thread.detachNewThread { self.emit() }
+        case .synchronous, .overSend, .slowThenFast, .ignoresReturnedDemand: emit()
+        case .asyncThread, .overSendFromThread: Thread.detachNewThread { self.emit() }
         case .manyThreads:
           Thread.detachNewThread {
             DispatchQueue.concurrentPerform(iterations: 4) { _ in self.emit(threaded: true) }
@@ -492,11 +496,14 @@ struct SinkReleaseAttackTests {
         }
       }
 
-      /// Emits while there is demand (twice per unit of demand when over-sending; ignoring
-      /// the serial rule when threaded).
+      /// Emits while there is demand (ignoring the serial rule when threaded). When
+      /// over-sending, a value nobody asked for comes after every third value and before the
+      /// last value of each demand, and the demand its `receive` returns is dropped: a
+      /// subscriber that counts on that demand stalls.
       func emit(threaded: Bool = false) {
+        let overSends = mode == .overSend || mode == .overSendFromThread
         while true {
-          let value: Int? = stats.lock.withLock {
+          let taken: (value: Int, last: Bool)? = stats.lock.withLock {
             if done { return nil }
             if demand <= 0 && !threaded {
               emitting = false
@@ -505,15 +512,16 @@ struct SinkReleaseAttackTests {
             if next >= count {
               if threaded { return nil }
               done = true
-              return -1
+              return (-1, false)
             }
+            let last = demand == 1
             if demand > 0 { demand -= 1 }
             stats.sent += 1
             let value = next
             next += 1
-            return value
+            return (value, last)
           }
-          guard let value else { return }
+          guard let (value, last) = taken else { return }
           if value == -1 {
             downstream.receive(completion: .finished)
             return
@@ -521,18 +529,10 @@ struct SinkReleaseAttackTests {
           if mode == .slowThenFast, value < 60 || (value / 1000) % 5 == 4 && value % 1000 < 20 {
             usleep(3000)  // a blocking read per value, now and then
           }
+          if overSends, last { sendUnrequested() }
           let more = downstream.receive(value)
-          if mode == .overSend, value % 3 == 0 {
-            // A value nobody asked for.
-            let extra: Int? = stats.lock.withLock {
-              guard next < count else { return nil }
-              stats.sent += 1
-              defer { next += 1 }
-              return next
-            }
-            if let extra { _ = downstream.receive(extra) }
-          }
-          if more > 0 {
+          if overSends, value % 3 == 0 { sendUnrequested() }
+          if more > 0, mode != .ignoresReturnedDemand {
             stats.lock.withLock {
               demand += more.max ?? 1_000_000
               stats.requested += more.max ?? 1_000_000
@@ -540,6 +540,18 @@ struct SinkReleaseAttackTests {
             }
           }
         }
+      }
+
+      /// Sends the next value although nobody asked for it, and drops the demand its
+      /// `receive` returns.
+      func sendUnrequested() {
+        let extra: Int? = stats.lock.withLock {
+          guard next < count else { return nil }
+          stats.sent += 1
+          defer { next += 1 }
+          return next
+        }
+        if let extra { _ = downstream.receive(extra) }
       }
 
       func cancel() {
@@ -588,7 +600,23 @@ struct SinkReleaseAttackTests {
     }
   }
 
-  @Test(arguments: [Recording.Mode.overSend, .manyThreads])
+  /// A hand-written source that emits what `request` asks for and ignores the demand
+  /// `receive` returns (a common shortcut) is served to its end, never owing more than
+  /// `prefetch`: the writer asks only with `request`.
+  @Test func aSourceThatIgnoresReturnedDemandIsServed() async throws {
+    for prefetch in [1, 16] {
+      let stats = Recording.Stats()
+      let count = 20_000
+      let (values, completion) = try await Self.serve(
+        { Recording(mode: .ignoresReturnedDemand, count: count, stats: stats) },
+        prefetch: prefetch, expecting: count)
+      #expect(values == count, "prefetch \(prefetch): \(stats.snapshot())")
+      #expect(completion == [.finished])
+      #expect(stats.snapshot().maxOutstanding <= prefetch, "prefetch \(prefetch)")
+    }
+  }
+
+  @Test(arguments: [Recording.Mode.overSend, .overSendFromThread, .manyThreads])
   func misbehavingSourcesLoseNothing(mode: Recording.Mode) async throws {
     let stats = Recording.Stats()
     let count = 40_000

@@ -25,7 +25,12 @@ public import Synchronization
 /// when it runs out the state machine decides, under the lock, whether to ask for more (see
 /// ``PipelineWriterState``) — so at most `prefetch` − 1 values arrive after a stall. Inside the
 /// writer's own request calls it asks for fewer while a synchronous source is slow per value
-/// (``SignalSide/ramp``), so that a call yields its thread soon.
+/// (``SignalSide/ramp``), so that a call yields its thread soon. The writer asks only with
+/// `request(_:)`, never with the demand `receive` returns: its own call asks again once the
+/// source returns from the last request (``SignalSide/askAgain``), and a value from another
+/// thread asks from inside `receive` (a reentrant request, which Combine's rules allow). So a
+/// hand-written source that ignores what `receive` returns, or one that sends values nobody
+/// asked for and drops their returned demand, is served to its end rather than stalled.
 ///
 /// **The fast path**: frames are encoded into `filling`. A value that arrives inside the
 /// writer's own `request` call, on its thread (a synchronous source emitting what it was asked
@@ -73,6 +78,9 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     @usableFromInline var callDeadline = NIODeadline.distantFuture
     /// The current request call stopped asking because its budget was spent.
     @usableFromInline var yielded = false
+    /// The demand the current request call gave was used inside it, in time and within its
+    /// budget: the call asks for ``ramp`` more once the source returns.
+    @usableFromInline var askAgain = false
     /// How many values the writer's own request call asks for next: a call begins with this
     /// many and asks for twice as many (up to `prefetch`) each time its demand is used within
     /// ``callDeadline``; back to 1 when a call runs out of time. So after a connection's first
@@ -200,41 +208,39 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
         return .none
       }
     }
-    let (more, flush, held) = state.withLock { state in
+    let (more, flush, held, ask) = state.withLock { state in
       let (more, flush) = state.received(&filling)
-      return (more, flush, state.framesHeld)
+      let ask = more && left <= 0 && !inCall ? state.subscriptionToAsk : nil
+      return (more, flush, state.framesHeld, ask)
     }
     shrinkFilling()
     releaseFilling()
     if flush { scheduleFlush() }
     if held { armTick() }
-    guard more, left <= 0 else { return .none }
-    if inCall {
-      // The call returns (``SignalSide/yielded``) and a new one is scheduled, when it spent
-      // its bytes or its time; a slow source's next call asks for one value at a time.
-      if NIODeadline.now() >= signalSide.pointee.callDeadline {
-        signalSide.pointee.yielded = true
-        signalSide.pointee.ramp = 1
-        return .none
-      }
-      if signalSide.pointee.callProduced >= signalSide.pointee.callBudget {
-        signalSide.pointee.yielded = true
-        return .none
-      }
-      // In time: twice as much (up to `prefetch`) from the same call.
-      let ramp = min(prefetch, 2 * signalSide.pointee.ramp)
-      signalSide.pointee.ramp = ramp
-      demanded.add(ramp, ordering: .relaxed)
-      return .max(ramp)
+    if let ask {
+      // From another thread than the writer's own call (an asynchronous source): `prefetch`
+      // more, asked from here (see "Demand").
+      demanded.add(prefetch, ordering: .relaxed)
+      ask.request(.max(prefetch))
+      return .none
     }
-    return demandMore()
-  }
-
-  /// The demand `receive` returns once none is owed: `prefetch` more.
-  @inlinable
-  func demandMore() -> Subscribers.Demand {
-    demanded.add(prefetch, ordering: .relaxed)
-    return .max(prefetch)
+    guard more, left <= 0, inCall else { return .none }
+    // The call returns (``SignalSide/yielded``) and a new one is scheduled, when it spent
+    // its bytes or its time; a slow source's next call asks for one value at a time.
+    if NIODeadline.now() >= signalSide.pointee.callDeadline {
+      signalSide.pointee.yielded = true
+      signalSide.pointee.ramp = 1
+      return .none
+    }
+    if signalSide.pointee.callProduced >= signalSide.pointee.callBudget {
+      signalSide.pointee.yielded = true
+      return .none
+    }
+    // In time: twice as much (up to `prefetch`), asked by the same call once the source
+    // returns from its `request`.
+    signalSide.pointee.ramp = min(prefetch, 2 * signalSide.pointee.ramp)
+    signalSide.pointee.askAgain = true
+    return .none
   }
 
   @usableFromInline
@@ -339,11 +345,17 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
       signalSide.pointee.callDeadline = .now() + Self.callTimeBudget
       signalSide.pointee.yielded = false
     }
-    let wanted = marked ? signalSide.pointee.ramp : prefetch
-    let missing = wanted - max(0, owed)
-    if missing > 0 {
-      demanded.add(missing, ordering: .relaxed)
-      subscription.request(.max(missing))
+    var wanted = marked ? signalSide.pointee.ramp : prefetch
+    while true {
+      if marked { signalSide.pointee.askAgain = false }
+      let missing = wanted - max(0, owed)
+      if missing > 0 {
+        demanded.add(missing, ordering: .relaxed)
+        subscription.request(.max(missing))
+      }
+      // A synchronous source used the demand inside the call, in time and within budget.
+      guard marked, signalSide.pointee.askAgain else { break }
+      wanted = signalSide.pointee.ramp
     }
     let yielded = marked && signalSide.pointee.yielded
     if marked { requester.store(0, ordering: .releasing) }
