@@ -32,7 +32,7 @@ protocol EmissionSource {
 ///
 /// | event | live, idle | live, draining | terminal |
 /// |---|---|---|---|
-/// | `requested(n)` | demand +n, become drainer | demand +n | ignore |
+/// | `requested(n)` | become drainer, n its budget | demand +n | ignore |
 /// | `refill(+n)` (drainer) | — | demand > 0: hand all of it over; else idle | stop, release source |
 /// | `deliveredLastValue` (drainer) | — | terminal, deliver completion | stop, no completion |
 /// | `drainerStopped` (drainer saw the cancel flag) | — | — | idle, drainer releases source |
@@ -47,13 +47,19 @@ struct EmissionState<Downstream> {
 
   @inlinable var isTerminal: Bool { downstream == nil }
 
-  /// `true` when the caller became the drainer.
-  @inlinable mutating func requested(_ more: Subscribers.Demand) -> Bool {
-    guard downstream != nil else { return false }
-    demand += more
-    if draining { return false }
+  /// The run to deliver when the caller became the drainer: `more` is its budget (an idle
+  /// subscription holds no demand: its last drainer stopped for want of it); `nil` when a
+  /// drainer exists (it picks `more` up at its next refill) or the subscription is terminal.
+  @inlinable mutating func requested(_ more: Subscribers.Demand)
+    -> (downstream: Downstream, budget: Subscribers.Demand)?
+  {
+    guard let downstream else { return nil }
+    if draining {
+      demand += more
+      return nil
+    }
     draining = true
-    return true
+    return (downstream, more)
   }
 
   @usableFromInline enum Refill {
@@ -154,7 +160,9 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
   }
 
   @inlinable func requestSpecialized(_ demand: Subscribers.Demand) {
-    if withState({ $0.requested(demand) }) { drain() }
+    if let run = withState({ $0.requested(demand) }) {
+      drain(startingWith: run.downstream, budget: run.budget)
+    }
   }
 
   @inlinable func cancel() {
@@ -167,8 +175,10 @@ where Source.Output == Downstream.Input, Source.Failure == Downstream.Failure {
     withExtendedLifetime(downstream) {}
   }
 
-  @inlinable func drain() {
-    var more = Subscribers.Demand.none
+  /// Delivers the first run (taken with the drainer's role: one lock round a `request`), then
+  /// asks for the demand that accumulated until there is none.
+  @inlinable func drain(startingWith downstream: Downstream, budget: Subscribers.Demand) {
+    guard var more = deliverRun(to: downstream, budget: budget) else { return }
     while true {
       switch withState({ $0.refill(adding: more) }) {
       case .stop(let releaseSource):
