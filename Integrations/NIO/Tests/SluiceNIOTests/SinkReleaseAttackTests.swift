@@ -498,8 +498,10 @@ struct SinkReleaseAttackTests {
 
       /// Emits while there is demand (ignoring the serial rule when threaded). When
       /// over-sending, a value nobody asked for comes after every third value and before the
-      /// last value of each demand, and the demand its `receive` returns is dropped: a
-      /// subscriber that counts on that demand stalls.
+      /// last value of each demand. The synchronous over-sender (inside the writer's request
+      /// call) drops the demand their `receive` returns: a subscriber that counts on that
+      /// demand stalls. The one on a thread of its own adds it, as Combine's rules have a source
+      /// do (the writer gives an asynchronous source its demand that way).
       func emit(threaded: Bool = false) {
         let overSends = mode == .overSend || mode == .overSendFromThread
         while true {
@@ -529,9 +531,10 @@ struct SinkReleaseAttackTests {
           if mode == .slowThenFast, value < 60 || (value / 1000) % 5 == 4 && value % 1000 < 20 {
             usleep(3000)  // a blocking read per value, now and then
           }
-          if overSends, last { sendUnrequested() }
-          let more = downstream.receive(value)
-          if overSends, value % 3 == 0 { sendUnrequested() }
+          var more = Subscribers.Demand.none
+          if overSends, last { more += sendUnrequested() }
+          more += downstream.receive(value)
+          if overSends, value % 3 == 0 { more += sendUnrequested() }
           if more > 0, mode != .ignoresReturnedDemand {
             stats.lock.withLock {
               demand += more.max ?? 1_000_000
@@ -542,16 +545,18 @@ struct SinkReleaseAttackTests {
         }
       }
 
-      /// Sends the next value although nobody asked for it, and drops the demand its
-      /// `receive` returns.
-      func sendUnrequested() {
+      /// Sends the next value although nobody asked for it; the demand its `receive` returns,
+      /// unless this is the synchronous over-sender, which drops it.
+      func sendUnrequested() -> Subscribers.Demand {
         let extra: Int? = stats.lock.withLock {
           guard next < count else { return nil }
           stats.sent += 1
           defer { next += 1 }
           return next
         }
-        if let extra { _ = downstream.receive(extra) }
+        guard let extra else { return .none }
+        let more = downstream.receive(extra)
+        return mode == .overSend ? .none : more
       }
 
       func cancel() {

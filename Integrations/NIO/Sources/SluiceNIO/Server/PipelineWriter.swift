@@ -21,16 +21,20 @@ public import Synchronization
 /// only the state machine; encoding (the value's own code), requests, cancels and channel
 /// calls happen after unlocking.
 ///
-/// **Demand**: `prefetch` values at a time (``owed`` is what is demanded and not received);
+/// **Demand**: `prefetch` values at a time (what is owed: ``demanded`` minus ``received``);
 /// when it runs out the state machine decides, under the lock, whether to ask for more (see
 /// ``PipelineWriterState``) — so at most `prefetch` − 1 values arrive after a stall. Inside the
 /// writer's own request calls it asks for fewer while a synchronous source is slow per value
-/// (``SignalSide/ramp``), so that a call yields its thread soon. The writer asks only with
-/// `request(_:)`, never with the demand `receive` returns: its own call asks again once the
-/// source returns from the last request (``SignalSide/askAgain``), and a value from another
-/// thread asks from inside `receive` (a reentrant request, which Combine's rules allow). So a
-/// hand-written source that ignores what `receive` returns, or one that sends values nobody
-/// asked for and drops their returned demand, is served to its end rather than stalled.
+/// (``SignalSide/ramp``), so that a call yields its thread soon. Inside its own request call the
+/// writer never returns demand from `receive`: the call asks again once the source returns from
+/// the last request (``SignalSide/askAgain``), so a synchronous hand-written source that ignores
+/// what `receive` returns, or sends values nobody asked for and drops their returned demand, is
+/// served to its end rather than stalled. A value from another thread (an asynchronous source)
+/// gets the next `prefetch` as `receive`'s returned demand, as Combine's rules have a source
+/// add it: a `request` from inside `receive` would deadlock a source that emits holding its own
+/// lock or serial queue (or recurse through one that emits inside `request`), and one from a
+/// task of its own would leave a hot source (a subject) without demand meanwhile, dropping
+/// values.
 ///
 /// **The fast path**: frames are encoded into `filling`. A value that arrives inside the
 /// writer's own `request` call, on its thread (a synchronous source emitting what it was asked
@@ -110,21 +114,30 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   /// ``PipelineWriterState``, **The tick**).
   static var tickInterval: TimeAmount { .milliseconds(1) }
   /// Values demanded from the pipeline, in all: added to (rarely: once a `prefetch`) by
-  /// whoever asks for more. With ``received``, ``owed``: two counters with one writer each on
+  /// whoever asks for more (``reserveDemand(upTo:received:)``). With ``received``: two counters with one writer each on
   /// the per-value path, so that a value costs no locked instruction for the demand (a shared
   /// counter decremented per value was half of `receive`'s own time).
   @usableFromInline let demanded = Atomic<Int>(0)
   /// Values received, in all: written only by `receive`, holding `filling` (so one signal at a
   /// time: a load and a store, not a read-modify-write).
   @usableFromInline let received = Atomic<Int>(0)
-  /// Values demanded and not yet received (negative if the pipeline sent more than asked).
-  /// Read from another thread than `receive`'s, it is an estimate that errs high (`received`
-  /// is read first, and only grows), so that a request made from it never asks for more than
-  /// one made from the true figure would.
-  @inlinable var owed: Int {
-    let received = received.load(ordering: .relaxed)
-    return demanded.load(ordering: .relaxed) &- received
+  /// Adds to ``demanded`` what brings the values owed up to `wanted`, counting `received`
+  /// values (the caller's reading: a stale one is lower, so it asks for less): the number
+  /// added, 0 when none is missing. A compare-and-swap, so that a request call of the writer's
+  /// and a value from another thread asking at once never owe more than `wanted` between them.
+  @inlinable
+  func reserveDemand(upTo wanted: Int, received: Int) -> Int {
+    var current = demanded.load(ordering: .relaxed)
+    while true {
+      let missing = wanted - max(0, current &- received)
+      guard missing > 0 else { return 0 }
+      let (exchanged, original) = demanded.compareExchange(
+        expected: current, desired: current &+ missing, ordering: .relaxed)
+      if exchanged { return missing }
+      current = original
+    }
   }
+
   /// Values demanded at a time.
   @usableFromInline let prefetch: Int
   @usableFromInline let channel: any Channel
@@ -208,23 +221,22 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
         return .none
       }
     }
-    let (more, flush, held, ask) = state.withLock { state in
+    let (more, flush, held) = state.withLock { state in
       let (more, flush) = state.received(&filling)
-      let ask = more && left <= 0 && !inCall ? state.subscriptionToAsk : nil
-      return (more, flush, state.framesHeld, ask)
+      return (more, flush, state.framesHeld)
     }
     shrinkFilling()
     releaseFilling()
     if flush { scheduleFlush() }
     if held { armTick() }
-    if let ask {
-      // From another thread than the writer's own call (an asynchronous source): `prefetch`
-      // more, asked from here (see "Demand").
-      demanded.add(prefetch, ordering: .relaxed)
-      ask.request(.max(prefetch))
-      return .none
+    guard more, left <= 0 else { return .none }
+    guard inCall else {
+      // From another thread than the writer's own call (an asynchronous source): up to
+      // `prefetch` owed again, returned (see "Demand"), unless a call of the writer's asked
+      // meanwhile.
+      let missing = reserveDemand(upTo: prefetch, received: count)
+      return missing > 0 ? .max(missing) : .none
     }
-    guard more, left <= 0, inCall else { return .none }
     // The call returns (``SignalSide/yielded``) and a new one is scheduled, when it spent
     // its bytes or its time; a slow source's next call asks for one value at a time.
     if NIODeadline.now() >= signalSide.pointee.callDeadline {
@@ -348,11 +360,8 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     var wanted = marked ? signalSide.pointee.ramp : prefetch
     while true {
       if marked { signalSide.pointee.askAgain = false }
-      let missing = wanted - max(0, owed)
-      if missing > 0 {
-        demanded.add(missing, ordering: .relaxed)
-        subscription.request(.max(missing))
-      }
+      let missing = reserveDemand(upTo: wanted, received: received.load(ordering: .relaxed))
+      if missing > 0 { subscription.request(.max(missing)) }
       // A synchronous source used the demand inside the call, in time and within budget.
       guard marked, signalSide.pointee.askAgain else { break }
       wanted = signalSide.pointee.ramp

@@ -1,5 +1,5 @@
 public import NIOCore
-public import Sluice
+import Sluice
 
 /// The write side of one served connection: which frames wait, whether the socket is busy with
 /// a write, and whether the pipeline may send another value. A pure state machine; the
@@ -108,13 +108,6 @@ struct PipelineWriterState {
     self.subscription = subscription
     requestCalls += 1
     return .request(subscription)
-  }
-
-  /// The subscription to ask for more when the demand ran out on a value from outside the
-  /// writer's own request call, or `nil` when there is none to ask any more.
-  @usableFromInline var subscriptionToAsk: (any Subscription)? {
-    guard case .streaming = phase else { return nil }
-    return subscription
   }
 
   /// The writer is about to request one value: the subscription to request it from, or `nil`
