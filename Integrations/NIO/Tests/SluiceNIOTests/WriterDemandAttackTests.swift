@@ -55,7 +55,7 @@ struct WriterDemandAttackTests {
   /// it comes; returns what each received (waits up to `seconds` for every completion).
   static func serve<Value: WireCodable & Sendable>(
     prefetch: Int, batchBytes: Int = 16 * 1024, sendBufferSize: Int? = nil, clients: Int = 1,
-    within seconds: Int = 10, _ make: @escaping @Sendable () -> AnyPublisher<Value, Never>
+    within seconds: Int = 30, _ make: @escaping @Sendable () -> AnyPublisher<Value, Never>
   ) async throws -> [Received<Value>] {
     let portBox = Atomic<Int>(0)
     var configuration = PipelineServerConfiguration()
@@ -118,9 +118,17 @@ struct WriterDemandAttackTests {
     for (source, count) in sources {
       let mine = grouped[source] ?? []
       let expected = (0..<count).map { source * 1_000_000 + $0 }
-      #expect(
-        mine == expected, "\(label): source \(source) sent \(mine.count) of \(count)",
-        sourceLocation: sourceLocation)
+      if mine != expected {
+        let at =
+          zip(mine, expected).enumerated().first { $0.element.0 != $0.element.1 }
+          .map { "\($0.offset)" } ?? "the end"
+        Issue.record(
+          Comment(
+            rawValue:
+              "\(label): source \(source): \(mine.count) values of \(count); first difference at \(at)"
+          ),
+          sourceLocation: sourceLocation)
+      }
     }
     #expect(values.count == sources.values.reduce(0, +), "\(label)", sourceLocation: sourceLocation)
     #expect(completions == [.finished], "\(label)", sourceLocation: sourceLocation)
@@ -416,7 +424,7 @@ extension WriterDemandAttackTests {
   @Test func sourceHoldingItsLockWhileEmittingIsServed() async throws {
     let deadlocked = Flag()
     let count = 5_000
-    let received = try await Self.serve(prefetch: 16, within: 3) {
+    let received = try await Self.serve(prefetch: 16, within: 15) {
       LockHeld(count: count, deadlocked: deadlocked).eraseToAnyPublisher()
     }
     #expect(!deadlocked.isSet, "the writer requested from inside receive while the lock was held")
@@ -612,7 +620,7 @@ extension WriterDemandAttackTests {
         try await Task.sleep(for: .milliseconds(15))
         paused += 1
       }
-      #expect(await eventually(within: 10) { client.completion != nil }, "\(client.received.count)")
+      #expect(await eventually(within: 30) { client.completion != nil }, "\(client.received.count)")
       #expect(client.received == Array(0..<count), "hop \(hop): \(client.received.count) values")
       #expect(meter.max <= prefetch, "hop \(hop) prefetch \(prefetch): \(meter.max) owed")
       client.cancel()
@@ -665,7 +673,7 @@ extension WriterDemandAttackTests {
   @Test func manyConnectionsOfMixedShapes() async throws {
     let count = 20_000
     let index = Counter()
-    let received = try await Self.serve(prefetch: 1, clients: 12, within: 10) {
+    let received = try await Self.serve(prefetch: 1, clients: 12, within: 30) {
       let mine = index.count.add(1, ordering: .relaxed).oldValue
       switch mine % 4 {
       case 0: return (0..<count).publisher.eraseToAnyPublisher()

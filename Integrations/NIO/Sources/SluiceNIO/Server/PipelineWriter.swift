@@ -96,8 +96,10 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
 
     @inlinable init(prefetch: Int) { ramp = prefetch }
   }
-  /// The thread inside the writer's own `request` call, or 0.
+  /// The thread inside the writer's own `request` call, or 0 (see ``becomeRequester(_:)``).
   @usableFromInline let requester = Atomic<UInt>(0)
+  /// A call of the writer's found another one requesting and left it a request to make.
+  @usableFromInline let askWanted = Atomic<Bool>(false)
   /// The thread that may touch `filling` now, or 0 (see "Who touches `filling`").
   @usableFromInline let fillingOwner = Atomic<UInt>(0)
   /// Whether the tick is scheduled.
@@ -341,33 +343,20 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     fillingOwner.store(0, ordering: .releasing)
   }
 
-  /// Requests up to `prefetch` values from `subscription` (the state machine counted the call
-  /// in; what is still owed counts), marking this thread as the requester meanwhile, then
-  /// hands the frames encoded inside the call over.
+  /// A request call of the writer's (the state machine counted it in): as the requester, asks
+  /// `subscription` for up to `ramp` values owed, and again as ``askAsRequester`` says;
+  /// otherwise leaves the running requester a request to make. Then hands the frames encoded
+  /// inside the call over.
   private func request(from subscription: any Subscription, first: Bool = false) {
     let thread = currentThreadID()
-    // Acquiring and releasing: the previous call's thread wrote `signalSide` before its store
-    // of 0 below, and this call writes it next.
-    let marked = requester.compareExchange(
-      expected: 0, desired: thread, ordering: .acquiringAndReleasing
-    ).exchanged
-    if marked {
+    var yielded = false
+    if becomeRequester(thread) {
       signalSide.pointee.callBudget = first ? 0 : 16 * batchBytes
       signalSide.pointee.callProduced = 0
       signalSide.pointee.callDeadline = .now() + Self.callTimeBudget
       signalSide.pointee.yielded = false
+      yielded = askAsRequester(subscription, thread: thread)
     }
-    var wanted = marked ? signalSide.pointee.ramp : prefetch
-    while true {
-      if marked { signalSide.pointee.askAgain = false }
-      let missing = reserveDemand(upTo: wanted, received: received.load(ordering: .relaxed))
-      if missing > 0 { subscription.request(.max(missing)) }
-      // A synchronous source used the demand inside the call, in time and within budget.
-      guard marked, signalSide.pointee.askAgain else { break }
-      wanted = signalSide.pointee.ramp
-    }
-    let yielded = marked && signalSide.pointee.yielded
-    if marked { requester.store(0, ordering: .releasing) }
     let (flush, resume): (Bool, Bool)
     if tryClaimFilling(thread) {
       (flush, resume) = state.withLock { $0.requestReturned(&filling, yielded: yielded) }
@@ -381,6 +370,55 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     }
     if flush { scheduleFlush() }
     if resume { self.resume() }
+  }
+
+  /// Whether `thread` became the writer's requesting call. Only one call asks at a time, so
+  /// that a synchronous source emits every value on the thread of the call that counts its
+  /// budget and asks again after it. When another call is the requester (its source still
+  /// inside `request`, after emitting, while a write lifted a stall and scheduled this call),
+  /// this one leaves it a request to make (``askWanted``) and asks nothing itself.
+  func becomeRequester(_ thread: UInt) -> Bool {
+    while true {
+      // Sequentially consistent, with the requester's end in ``askAsRequester``: either it
+      // sees the flag, or this call sees it gone and takes over.
+      if requester.compareExchange(expected: 0, desired: thread, ordering: .sequentiallyConsistent)
+        .exchanged
+      {
+        return true
+      }
+      askWanted.store(true, ordering: .sequentiallyConsistent)
+      if requester.load(ordering: .sequentiallyConsistent) != 0 { return false }
+    }
+  }
+
+  /// The requesting call's asking: `ramp` values owed, again while a synchronous source uses
+  /// the demand inside the call (in time and within budget) or another call left a request;
+  /// stops being the requester at the end. Whether the call yielded (spent its bytes or time).
+  private func askAsRequester(_ subscription: any Subscription, thread: UInt) -> Bool {
+    while true {
+      signalSide.pointee.askAgain = false
+      let missing = reserveDemand(
+        upTo: signalSide.pointee.ramp, received: received.load(ordering: .relaxed))
+      if missing > 0 { subscription.request(.max(missing)) }
+      if signalSide.pointee.yielded {
+        // A new call is scheduled (``PipelineWriterState/requestReturned(_:yielded:)``); a
+        // request left meanwhile waits for it.
+        requester.store(0, ordering: .sequentiallyConsistent)
+        return true
+      }
+      if signalSide.pointee.askAgain || askWanted.exchange(false, ordering: .sequentiallyConsistent)
+      {
+        continue
+      }
+      requester.store(0, ordering: .sequentiallyConsistent)
+      // A request left between the check and the store is this call's to make, unless
+      // another call became the requester meanwhile (it asks as it begins).
+      guard askWanted.exchange(false, ordering: .sequentiallyConsistent),
+        requester.compareExchange(
+          expected: 0, desired: thread, ordering: .sequentiallyConsistent
+        ).exchanged
+      else { return false }
+    }
   }
 
   /// Asks the pipeline for one more value, off the event loop.
