@@ -22,6 +22,8 @@ struct WriterDemandAttackTests {
     let lock = NSLock()
     var values: [Value] = []
     var completions: [Subscribers.Completion<RemotePipelineError>] = []
+    /// When the first completion arrived.
+    var completedAt: ContinuousClock.Instant?
     var count: Int { lock.withLock { values.count } }
     var completed: Bool { lock.withLock { !completions.isEmpty } }
     var snapshot: (values: [Value], completions: [Subscribers.Completion<RemotePipelineError>]) {
@@ -75,7 +77,10 @@ struct WriterDemandAttackTests {
       cancellables.append(
         RemotePipeline<Value>(port: port).sink(
           receiveCompletion: { completion in
-            box.lock.withLock { box.completions.append(completion) }
+            box.lock.withLock {
+              box.completions.append(completion)
+              if box.completedAt == nil { box.completedAt = .now }
+            }
           },
           receiveValue: { value in box.lock.withLock { box.values.append(value) } }))
     }

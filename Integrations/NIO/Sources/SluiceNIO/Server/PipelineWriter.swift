@@ -406,10 +406,18 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
         requester.store(0, ordering: .sequentiallyConsistent)
         return true
       }
-      if signalSide.pointee.askAgain || askWanted.exchange(false, ordering: .sequentiallyConsistent)
-      {
-        continue
+      if signalSide.pointee.askAgain { continue }
+      // A request another call left (a write lifted a stall meanwhile) is made here only while
+      // the call is within its bytes and time: demands that each end stalled set no
+      // `askAgain` and check neither, and the writes lifting their stalls would otherwise keep
+      // one call asking for the whole stream. Past them, the call yields and the flag waits
+      // for the next call.
+      if callSpent {
+        signalSide.pointee.yielded = true
+        requester.store(0, ordering: .sequentiallyConsistent)
+        return true
       }
+      if askWanted.exchange(false, ordering: .sequentiallyConsistent) { continue }
       requester.store(0, ordering: .sequentiallyConsistent)
       // A request left between the check and the store is this call's to make, unless
       // another call became the requester meanwhile (it asks as it begins).
@@ -419,6 +427,12 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
         ).exchanged
       else { return false }
     }
+  }
+
+  /// Whether the requesting call spent its bytes or its time (see ``SignalSide/callBudget``).
+  private var callSpent: Bool {
+    signalSide.pointee.callProduced >= signalSide.pointee.callBudget
+      || NIODeadline.now() >= signalSide.pointee.callDeadline
   }
 
   /// Asks the pipeline for one more value, off the event loop.
