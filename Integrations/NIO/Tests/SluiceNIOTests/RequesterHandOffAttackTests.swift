@@ -19,8 +19,10 @@ struct RequesterHandOffAttackTests {
   // MARK: A source
 
   /// What the source saw, and how the writer's calls held their threads: a *run* is a series
-  /// of `request` calls made one after another from the same task on the same thread (the
-  /// writer's request call runs in a task of its own, and asks again from its loop).
+  /// of `request` calls made one after another from the same task on the same thread, each
+  /// within a millisecond of the last one's end (the writer's request call runs in a task of
+  /// its own, and asks again from its loop at once; a task's identity is its address, which a
+  /// later task can reuse, so a pause ends the run).
   final class Log: @unchecked Sendable {
     // Safety: behind `lock`.
     let lock = NSLock()
@@ -52,7 +54,9 @@ struct RequesterHandOffAttackTests {
     /// Notes a `request` call beginning (under `lock`).
     func began(task: Int, thread: Int, at now: ContinuousClock.Instant) {
       requests += 1
-      if task == runTask, thread == runThread, runRequests > 0 {
+      if task == runTask, thread == runThread, runRequests > 0,
+        now - runEnd < .milliseconds(1)
+      {
         runMaxGap = Swift.max(runMaxGap, now - runEnd)
       } else {
         runTask = task
