@@ -264,25 +264,15 @@ extension RequesterHandOffAttackTests {
     for disconnect in [false, true] {
       let log = Log()
       let count = 3_000
-      let portBox = Atomic<Int>(0)
-      var configuration = PipelineServerConfiguration()
-      configuration.prefetch = prefetch
-      configuration.batchBytes = 32
-      configuration.sendBufferSize = 1024
-      let server = PipelineServer<Int>(configuration: configuration) {
+      let (client, server) = await WriterDemandAttackTests.startSlowClient(
+        prefetch: prefetch, batchBytes: 32, sendBufferSize: 1024, readSize: 64,
+        receiveBufferSize: 256
+      ) {
         Reader(
           count: count, honoursReturnedDemand: false, linger: { $0 % 3 == 0 ? 300 : 50 },
           log: log
         ).eraseToAnyPublisher()
       }
-      let task = Task { try await server.run(bound: { portBox.store($0, ordering: .relaxed) }) }
-      defer { task.cancel() }
-      #expect(await eventually(within: 5) { portBox.load(ordering: .relaxed) != 0 })
-      let client = SlowSubscriber<Int>(pace: .zero)
-      RemotePipeline<Int>(
-        port: portBox.load(ordering: .relaxed),
-        configuration: .init(readSize: 64, receiveBufferSize: 256)
-      ).subscribe(client)
       if disconnect {
         #expect(await eventually(within: 30) { client.received.count > count / 3 })
         client.cancel()
@@ -303,8 +293,7 @@ extension RequesterHandOffAttackTests {
         client.cancel()
       }
       #expect(log.lock.withLock { log.maxOutstanding } <= prefetch, "\(log.snapshot)")
-      task.cancel()
-      _ = try? await task.value
+      await WriterDemandAttackTests.stop(server)
     }
   }
 

@@ -307,26 +307,13 @@ struct WriterCallOverlapAttackTests {
     prefetch: Int, batchBytes: Int, sendBufferSize: Int = 2048, within seconds: Int = 30,
     _ make: @escaping @Sendable () -> AnyPublisher<Int, Never>
   ) async throws -> (values: [Int], completion: Subscribers.Completion<RemotePipelineError>?) {
-    let portBox = Atomic<Int>(0)
-    var configuration = PipelineServerConfiguration()
-    configuration.prefetch = prefetch
-    configuration.batchBytes = batchBytes
-    configuration.sendBufferSize = sendBufferSize
-    let server = PipelineServer<Int>(configuration: configuration) { make() }
-    let task = Task { try await server.run(bound: { portBox.store($0, ordering: .relaxed) }) }
-    defer { task.cancel() }
-    #expect(await eventually(within: 5) { portBox.load(ordering: .relaxed) != 0 })
-    let client = SlowSubscriber<Int>(pace: .zero)
-    RemotePipeline<Int>(
-      port: portBox.load(ordering: .relaxed),
-      configuration: .init(readSize: 256, receiveBufferSize: 1024)
-    ).subscribe(client)
+    let (client, server) = await WriterDemandAttackTests.startSlowClient(
+      prefetch: prefetch, batchBytes: batchBytes, sendBufferSize: sendBufferSize, make)
     let done = await eventually(within: seconds) { client.completion != nil }
     #expect(done, "slow client stalled at \(client.received.count)")
     let result = (client.received, client.completion)
     client.cancel()
-    task.cancel()
-    _ = try? await task.value
+    await WriterDemandAttackTests.stop(server)
     return result
   }
 }

@@ -92,6 +92,35 @@ struct WriterDemandAttackTests {
     return received
   }
 
+  /// An in-process server of `make` and one slow client of it (one value a request, small
+  /// reads and receive buffer), both started: the caller waits, checks, then cancels the
+  /// client and ends the server with ``stop(_:)``.
+  static func startSlowClient(
+    prefetch: Int, batchBytes: Int, sendBufferSize: Int, readSize: Int = 256,
+    receiveBufferSize: Int = 1024, _ make: @escaping @Sendable () -> AnyPublisher<Int, Never>
+  ) async -> (client: SlowSubscriber<Int>, server: Task<Void, any Error>) {
+    let portBox = Atomic<Int>(0)
+    var configuration = PipelineServerConfiguration()
+    configuration.prefetch = prefetch
+    configuration.batchBytes = batchBytes
+    configuration.sendBufferSize = sendBufferSize
+    let server = PipelineServer<Int>(configuration: configuration) { make() }
+    let task = Task { try await server.run(bound: { portBox.store($0, ordering: .relaxed) }) }
+    #expect(await eventually(within: 5) { portBox.load(ordering: .relaxed) != 0 })
+    let client = SlowSubscriber<Int>(pace: .zero)
+    RemotePipeline<Int>(
+      port: portBox.load(ordering: .relaxed),
+      configuration: .init(readSize: readSize, receiveBufferSize: receiveBufferSize)
+    ).subscribe(client)
+    return (client, task)
+  }
+
+  /// Ends a server ``startSlowClient`` started.
+  static func stop(_ server: Task<Void, any Error>) async {
+    server.cancel()
+    _ = try? await server.value
+  }
+
   /// Every value of `expected` once, in order, then `.finished`.
   static func check(
     _ received: Received<Int>, _ expected: [Int], _ label: String,
@@ -596,29 +625,20 @@ extension WriterDemandAttackTests {
   func slowClientStallsAndResumes(prefetch: Int) async throws {
     for hop in [false, true] {
       let meter = Meter()
-      let portBox = Atomic<Int>(0)
-      var configuration = PipelineServerConfiguration()
-      configuration.prefetch = prefetch
-      configuration.batchBytes = 512
-      configuration.sendBufferSize = 2048
       let count = 30_000
-      let server = PipelineServer<Int>(configuration: configuration) {
+      let (client, server) = await Self.startSlowClient(
+        prefetch: prefetch, batchBytes: 512, sendBufferSize: 2048
+      ) {
         let base = (0..<count).publisher
         return
           (hop
           ? base.receive(on: DispatchQueue(label: "slow")).eraseToAnyPublisher()
           : base.eraseToAnyPublisher())
           .handleEvents(
-            receiveOutput: { _ in meter.value() }, receiveRequest: { meter.request($0) })
+            receiveOutput: { _ in meter.value() }, receiveRequest: { meter.request($0) }
+          )
+          .eraseToAnyPublisher()
       }
-      let task = Task { try await server.run(bound: { portBox.store($0, ordering: .relaxed) }) }
-      defer { task.cancel() }
-      #expect(await eventually(within: 5) { portBox.load(ordering: .relaxed) != 0 })
-      let client = SlowSubscriber<Int>(pace: .zero)
-      RemotePipeline<Int>(
-        port: portBox.load(ordering: .relaxed),
-        configuration: .init(readSize: 256, receiveBufferSize: 1024)
-      ).subscribe(client)
       // Pauses: the client stops reading for a moment while the server is mid-stream.
       var paused = 0
       while client.completion == nil, paused < 20 {
@@ -629,8 +649,7 @@ extension WriterDemandAttackTests {
       #expect(client.received == Array(0..<count), "hop \(hop): \(client.received.count) values")
       #expect(meter.max <= prefetch, "hop \(hop) prefetch \(prefetch): \(meter.max) owed")
       client.cancel()
-      task.cancel()
-      _ = try? await task.value
+      await Self.stop(server)
     }
   }
 
