@@ -61,7 +61,7 @@ struct AttachGateBridgeAttackTests {
       while let value = await iterator.next() { seen.append(value) }
       return seen
     }
-    #expect(await Self.waitOffPool(consumerReady, seconds: 5))
+    #expect(await Self.waitOffPool(consumerReady, seconds: 120))
     // Let the iterator subscribe (its first next()).
     try? await Task.sleep(for: .milliseconds(50))
     let flooders = (0..<2).map { index in
@@ -74,7 +74,7 @@ struct AttachGateBridgeAttackTests {
         spy.cancel()
       }
     }
-    let attachersDone = await Self.waitOffPool(attachers, seconds: 10)
+    let attachersDone = await Self.waitOffPool(attachers, seconds: 120)
     #expect(attachersDone, "the slow attaches returned")
     let floodersDone = await withTaskGroup(of: Void.self) { group in
       for flooder in flooders { group.addTask { await flooder.value } }
@@ -134,9 +134,9 @@ struct AttachGateBridgeAttackTests {
           }, receiveCompletion: { _ in }))
     }
     let attached = Self.start { shared.value.subscribe(spy) }
-    let returned = await Self.waitOffPool(attached, seconds: 8)
+    let returned = await Self.waitOffPool(attached, seconds: 120)
     #expect(returned, "the attach returned")
-    let ran = await Self.waitOffPool(ranEventually, seconds: 8)
+    let ran = await Self.waitOffPool(ranEventually, seconds: 120)
     #expect(ran, "the task ran once the attach ended")
     spy.cancel()
     sink.cancel()
@@ -171,7 +171,7 @@ struct AttachGateBridgeAttackTests {
         await all.value
         done.signal()
       }
-      let finished = await Self.waitOffPool(done, seconds: 10)
+      let finished = await Self.waitOffPool(done, seconds: 120)
       #expect(finished, "attach and flooders finished")
       if !finished {
         spy.cancel()
@@ -189,7 +189,9 @@ struct AttachGateBridgeAttackTests {
     }
   }
 
-  /// Waits for `semaphore` on a thread of its own (never blocking a pool thread).
+  /// Waits for `semaphore` on a thread of its own (never blocking a pool thread), `seconds` at
+  /// most: a net (these waits check liveness; under the address sanitizer on a busy machine a
+  /// task once waited over 5 s for a thread of the pool).
   static func waitOffPool(_ semaphore: DispatchSemaphore, seconds: Double) async -> Bool {
     await withCheckedContinuation { continuation in
       Thread.detachNewThread {

@@ -34,7 +34,9 @@ public import Synchronization
 /// add it: a `request` from inside `receive` would deadlock a source that emits holding its own
 /// lock or serial queue (or recurse through one that emits inside `request`), and one from a
 /// task of its own would leave a hot source (a subject) without demand meanwhile, dropping
-/// values.
+/// values. Only one request call of the writer's asks at a time (``becomeRequester(_:)``), and
+/// both ways of asking add demand by compare-and-swap (``reserveDemand(upTo:received:)``), so
+/// the pipeline is never owed more than `prefetch`.
 ///
 /// **The fast path**: frames are encoded into `filling`. A value that arrives inside the
 /// writer's own `request` call, on its thread (a synchronous source emitting what it was asked
