@@ -118,9 +118,10 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   /// ``PipelineWriterState``, **The tick**).
   static var tickInterval: TimeAmount { .milliseconds(1) }
   /// Values demanded from the pipeline, in all: added to (rarely: once a `prefetch`) by
-  /// whoever asks for more (``reserveDemand(upTo:received:)``). With ``received``: two counters with one writer each on
-  /// the per-value path, so that a value costs no locked instruction for the demand (a shared
-  /// counter decremented per value was half of `receive`'s own time).
+  /// whoever asks for more (``reserveDemand(upTo:received:)``). With ``received``: two
+  /// counters with one writer each on the per-value path, so that a value costs no locked
+  /// instruction for the demand (a shared counter decremented per value was half of
+  /// `receive`'s own time).
   @usableFromInline let demanded = Atomic<Int>(0)
   /// Values received, in all: written only by `receive`, holding `filling` (so one signal at a
   /// time: a load and a store, not a read-modify-write).
