@@ -33,7 +33,7 @@ extension Publisher {
     receiveValue: @escaping @Sendable (isolated A, Output) -> Void
   ) -> AnyCancellable {
     let policy = bufferingPolicy ?? self.bufferingPolicy(otherwise: .prefetch(64))
-    let owner = values(bufferingPolicy: policy).makeAsyncIterator().owner
+    let owner = values(bufferingPolicy: policy).subscribe()
     let task = Task {
       await deliverIsolated(
         from: owner, to: actor, receiveValue: receiveValue, receiveCompletion: receiveCompletion)
@@ -92,7 +92,7 @@ extension Publisher {
     receiveValue: @escaping @MainActor (MainActor, Output) -> Void
   ) -> AnyCancellable {
     let policy = bufferingPolicy ?? self.bufferingPolicy(otherwise: .prefetch(64))
-    let owner = values(bufferingPolicy: policy).makeAsyncIterator().owner
+    let owner = values(bufferingPolicy: policy).subscribe()
     let task = Task { @MainActor in
       await deliverOnMainActor(
         from: owner, receiveValue: receiveValue, receiveCompletion: receiveCompletion)

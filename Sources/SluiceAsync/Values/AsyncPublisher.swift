@@ -35,34 +35,57 @@ public struct AsyncPublisher<Upstream: Publisher>: AsyncSequence {
 
   @inlinable
   public func makeAsyncIterator() -> Iterator {
+    if bufferingPolicy == .demandOne, let direct = upstream.directIteration() {
+      return Iterator(direct: direct)
+    }
+    return Iterator(owner: subscribe())
+  }
+
+  /// Subscribes a bridge to the publisher (never reading it directly).
+  @inlinable
+  func subscribe() -> IteratorOwner<Element, Failure> {
     let bridge = ValuesBridge<Element, Failure>(policy: bufferingPolicy)
     upstream.receive(subscriber: bridge)
-    return Iterator(owner: IteratorOwner(bridge))
+    return IteratorOwner(bridge)
   }
 
   /// The iterator of an ``AsyncPublisher``. Copies share one subscription, so several tasks may
   /// await `next()` at once (as Combine allows): they are served oldest first, each value goes to
   /// exactly one of them, and the end reaches them all. The subscription is cancelled when the
   /// last copy goes away.
+  ///
+  /// An `AsyncStream` or `AsyncThrowingStream` behind ``AsyncSequencePublisher`` (erased or
+  /// not) is read by the consuming task itself, with the same guarantees, when the policy is
+  /// ``AsyncBufferingPolicy/demandOne``.
   public struct Iterator: AsyncIteratorProtocol {
-    @usableFromInline let owner: IteratorOwner<Element, Failure>
+    @usableFromInline let owner: IteratorOwner<Element, Failure>?
+    @usableFromInline let direct: DirectIteration<Element, Failure>?
 
-    @inlinable init(owner: IteratorOwner<Element, Failure>) { self.owner = owner }
+    @inlinable init(owner: IteratorOwner<Element, Failure>) {
+      self.owner = owner
+      direct = nil
+    }
+
+    @inlinable init(direct: DirectIteration<Element, Failure>) {
+      owner = nil
+      self.direct = direct
+    }
 
     @inlinable
     public mutating func next(isolation actor: isolated (any Actor)? = #isolation)
       async throws(Failure) -> Element?
     {
-      try await owner.bridge.next(isolation: actor)
+      if let owner { return try await owner.bridge.next(isolation: actor) }
+      return try await direct.unsafelyUnwrapped.next(isolation: actor)
     }
 
     @inlinable
     public mutating func next() async throws(Failure) -> Element? {
-      try await owner.bridge.next(isolation: nil)
+      try await next(isolation: nil)
     }
 
-    /// The bridge, for tests that check it is released.
-    package var bridgeForTesting: AnyObject { owner.bridge }
+    /// The bridge (or the direct iteration), for tests that check it is released.
+    package var bridgeForTesting: AnyObject { owner?.bridge ?? direct.unsafelyUnwrapped }
   }
 }
 

@@ -10,7 +10,7 @@ extension Publisher where Failure == Never {
   ///   ``values`` (one value per `next()`, lossless `.unbounded` for hot publishers).
   public func stream(bufferingPolicy: AsyncBufferingPolicy? = nil) -> AsyncStream<Output> {
     let iterator = SharedIterator(
-      values(bufferingPolicy: bufferingPolicy ?? defaultBufferingPolicy).makeAsyncIterator().owner)
+      values(bufferingPolicy: bufferingPolicy ?? defaultBufferingPolicy).subscribe())
     return AsyncStream(unfolding: { await iterator.next() }, onCancel: { iterator.cancel() })
   }
 }
@@ -24,7 +24,7 @@ extension Publisher {
     -> AsyncThrowingStream<Output, any Error>
   {
     let iterator = SharedIterator(
-      values(bufferingPolicy: bufferingPolicy ?? defaultBufferingPolicy).makeAsyncIterator().owner)
+      values(bufferingPolicy: bufferingPolicy ?? defaultBufferingPolicy).subscribe())
     // The consuming task's cancellation reaches the bridge through `next()`; dropping the
     // stream releases the iterator, which cancels the subscription.
     return AsyncThrowingStream(unfolding: { try await iterator.next() })

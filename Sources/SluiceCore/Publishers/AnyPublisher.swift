@@ -36,8 +36,7 @@ public struct AnyPublisher<Output, Failure: Error>: Publisher, CustomStringConve
   }
 
   /// The wrapped publisher (for checks that look through erasure; not on a per-value path).
-  @usableFromInline
-  var base: any Publisher<Output, Failure> { box.base }
+  package var base: any Publisher<Output, Failure> { box.base }
 
   public var description: String { "AnyPublisher" }
   public var playgroundDescription: Any { description }
