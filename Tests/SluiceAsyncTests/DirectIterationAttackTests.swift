@@ -1,6 +1,7 @@
 import Foundation
 import SluiceAsync
 import SluiceCore
+import SluiceTestSupport
 import Synchronization
 import Testing
 
@@ -68,16 +69,14 @@ struct DirectIterationAttackTests {
 
   // MARK: 1. AsyncStream(unfolding:) with a producer that ignores cancellation
 
-  @Test(
-    "cancelling a consumer reading an unfolding stream ends its next() with nil at once",
-    arguments: Path.allCases)
-  func unfoldingStreamCancelled(path: Path) async throws {
-    let gate = Gate()
-    let stream = AsyncStream<Int>(unfolding: { await gate.produce() })
+  /// Starts `read` in a task, cancels the task once the gate's producer waits, and checks that
+  /// the read ended with `nil` before the producer was released.
+  static func checkCancelledReadEndsAtOnce(
+    _ path: Path, gate: Gate, _ read: sending @escaping () async -> Int?
+  ) async {
     let flag = Flag()
     let consumer = Task {
-      var iterator = path.iterator(stream)
-      let value = await iterator.next()
+      let value = await read()
       flag.value.withLock { $0 = value }
       flag.done.store(true, ordering: .sequentiallyConsistent)
     }
@@ -89,58 +88,44 @@ struct DirectIterationAttackTests {
     gate.open(42)  // release the producer either way
     await consumer.value
     let value = flag.value.withLock { $0 }
-    #expect(endedAtOnce, "\(path): a cancelled consumer's next() waited for the producer")
-    #expect(value == nil, "\(path): a cancelled consumer got \(String(describing: value))")
+    #expect(endedAtOnce, "\(path): a cancelled read waited for the producer")
+    #expect(value == nil, "\(path): a cancelled read got \(String(describing: value))")
   }
 
   @Test(
-    "firstValue() of an unfolding stream's publisher throws CancellationError at once",
+    "cancelling a consumer reading an unfolding stream ends its next() with nil at once",
     arguments: Path.allCases)
-  func firstValueCancelled(path: Path) async throws {
+  func unfoldingStreamCancelled(path: Path) async {
     let gate = Gate()
     let stream = AsyncStream<Int>(unfolding: { await gate.produce() })
-    let flag = Flag()
+    await Self.checkCancelledReadEndsAtOnce(path, gate: gate) {
+      var iterator = path.iterator(stream)
+      return await iterator.next()
+    }
+  }
+
+  @Test(
+    "firstValue() of an unfolding stream's publisher ends at once when cancelled",
+    arguments: Path.allCases)
+  func firstValueCancelled(path: Path) async {
+    let gate = Gate()
+    let stream = AsyncStream<Int>(unfolding: { await gate.produce() })
     let publisher: AnyPublisher<Int, Never> =
       path == .bridge
       ? stream.publisher.map { $0 }.eraseToAnyPublisher() : stream.publisher.eraseToAnyPublisher()
-    let consumer = Task {
-      let result = try? await publisher.firstValue()
-      flag.value.withLock { $0 = result }
-      flag.done.store(true, ordering: .sequentiallyConsistent)
-    }
-    #expect(await eventually(timeout: .seconds(30)) { gate.isWaiting })
-    consumer.cancel()
-    let endedAtOnce = await eventually(timeout: .seconds(30)) {
-      flag.done.load(ordering: .sequentiallyConsistent)
-    }
-    gate.open(42)
-    await consumer.value
-    #expect(endedAtOnce, "\(path): firstValue() waited for the producer after cancellation")
-    #expect(flag.value.withLock { $0 } == nil, "\(path): a cancelled firstValue() got a value")
+    await Self.checkCancelledReadEndsAtOnce(path, gate: gate) { try? await publisher.firstValue() }
   }
 
   @Test(
     "AsyncThrowingStream(unfolding:): a cancelled consumer's next() ends at once",
     arguments: Path.allCases)
-  func unfoldingThrowingStreamCancelled(path: Path) async throws {
+  func unfoldingThrowingStreamCancelled(path: Path) async {
     let gate = Gate()
     let stream = AsyncThrowingStream<Int, any Error>(unfolding: { await gate.produce() })
-    let flag = Flag()
-    let consumer = Task {
+    await Self.checkCancelledReadEndsAtOnce(path, gate: gate) {
       var iterator = path.iterator(stream)
-      let value = try? await iterator.next()
-      flag.value.withLock { $0 = value }
-      flag.done.store(true, ordering: .sequentiallyConsistent)
+      return try? await iterator.next()
     }
-    #expect(await eventually(timeout: .seconds(30)) { gate.isWaiting })
-    consumer.cancel()
-    let endedAtOnce = await eventually(timeout: .seconds(30)) {
-      flag.done.load(ordering: .sequentiallyConsistent)
-    }
-    gate.open(42)
-    await consumer.value
-    #expect(endedAtOnce, "\(path): a cancelled consumer's next() waited for the producer")
-    #expect(flag.value.withLock { $0 } == nil, "\(path): a cancelled consumer got a value")
   }
 
   @Test(
@@ -405,5 +390,82 @@ struct DirectIterationAttackTests {
     #expect(Self.isDirect(Path.direct.plainIterator(stream)))
     let (throwing, _) = AsyncThrowingStream<Int, any Error>.makeStream()
     #expect(Self.isDirect(Path.direct.iterator(throwing)))
+  }
+
+  final class Flags: Sendable {
+    let stop = Atomic<Bool>(false)
+    let done = Atomic<Int>(0)
+    let target = Mutex<Shared<AnyObject>?>(nil)
+  }
+
+  // MARK: 10. A copy cancelled while it parks (the second adversary's find)
+
+  /// A cancellation landing after a copy entered and before it parked ran `onCancel` first,
+  /// whose `withdraw` found nothing queued; the copy then queued as not cancelled, waited for
+  /// the reader's read (forever on an idle stream), and took the turn in a cancelled task,
+  /// ending the iteration for every copy. Now `withdraw` marks a ticket still parking. Threads
+  /// reading the iteration's mirror (which takes its lock) widen the window.
+  @Test("a copy cancelled while it queues behind an idle reader returns at once, alone")
+  func cancelledWhileQueueing() async throws {
+    let flags = Flags()
+    let hammers = (0..<3).map { _ in
+      Thread {
+        while !flags.stop.load(ordering: .relaxed) {
+          if let target = flags.target.withLock({ $0 }) {
+            _ = Mirror(reflecting: target.value).children.count
+          }
+        }
+      }
+    }
+    for hammer in hammers { hammer.start() }
+    defer { flags.stop.store(true, ordering: .relaxed) }
+    var stuck = 0
+    var endedForAll = 0
+    for round in 0..<stressScaled(5_000) {
+      let (stream, continuation) = AsyncStream<Int>.makeStream()
+      let iterator = stream.publisher.values.makeAsyncIterator()
+      let direct = iterator.bridgeForTesting
+      let shared = Box(base: iterator)
+      let reader = Task { try await shared.next() }
+      let target = Shared(direct)
+      #expect(
+        await eventually(timeout: .seconds(30)) {
+          Mirror(reflecting: target.value).descendant("pulling") as? Bool == true
+        })
+      flags.target.withLock { $0 = target }
+      flags.done.store(0, ordering: .sequentiallyConsistent)
+      let waiters = (0..<4).map { _ in
+        Task { () -> Int? in
+          defer { flags.done.add(1, ordering: .sequentiallyConsistent) }
+          return try await shared.next()
+        }
+      }
+      let spins = (0..<4).map { _ in Int.random(in: 0..<(round % 2 == 0 ? 2_000 : 20_000)) }
+      Thread {
+        for (index, waiter) in waiters.enumerated() {
+          var sum = 0
+          for i in 0..<spins[index] { sum &+= i }
+          if sum == -1 { print(sum) }
+          waiter.cancel()
+        }
+      }.start()
+      // A net only: cancelled waiters end at once.
+      if !(await eventually(timeout: .seconds(30)) {
+        flags.done.load(ordering: .sequentiallyConsistent) == 4
+      }) {
+        stuck += 1
+      }
+      flags.target.withLock { $0 = nil }
+      continuation.yield(1)
+      #expect(try await reader.value == 1)
+      for waiter in waiters { #expect(try await waiter.value == nil) }
+      // The reader went on: the iteration did not end, the next value is read.
+      continuation.yield(2)
+      if try await shared.next() == nil { endedForAll += 1 }
+      continuation.finish()
+      if stuck > 0 { break }
+    }
+    #expect(stuck == 0, "a cancelled copy stayed queued behind an idle reader")
+    #expect(endedForAll == 0, "a cancelled copy ended the iteration for every copy")
   }
 }

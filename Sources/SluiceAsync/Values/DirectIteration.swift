@@ -107,8 +107,7 @@ class DirectIteration<Element, Failure: Error>: CustomReflectable, @unchecked Se
   final func waitForTurn(_ ticket: Int, isolation actor: isolated (any Actor)?) async -> Bool {
     let turn = await withTaskCancellationHandler {
       await withUnsafeContinuation(isolation: actor) { (caller: ReadTurns.Caller) in
-        let cancelled = Task.isCancelled
-        if let turn = turns.withLock({ $0.wait(ticket: ticket, caller, cancelled: cancelled) }) {
+        if let turn = turns.withLock({ $0.wait(ticket: ticket, caller) }) {
           caller.resume(returning: turn)
         }
       }

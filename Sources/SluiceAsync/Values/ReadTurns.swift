@@ -11,8 +11,8 @@
 /// |---|---|---|---|
 /// | `enter` (a `next()` call) | reading; read | `wait(ticket)` | the end |
 /// | `enter` in a cancelled task | ended; drop the iterator; the end | the end (this caller only) | the end |
-/// | `wait(ticket, k)` (the caller parks) | reading; resume `k` to read | queue `k` (in a cancelled task: resume `k` with the end) | resume `k` with the end |
-/// | `withdraw(ticket)` (a queued caller's task was cancelled) | — | unqueue `k`, resume it with the end (this caller only) | — |
+/// | `wait(ticket, k)` (the caller parks) | reading; resume `k` to read | queue `k` (withdrawn while parking: resume `k` with the end) | resume `k` with the end |
+/// | `withdraw(ticket)` (a waiting caller's task was cancelled) | — | queued: unqueue `k`, resume it with the end (this caller only); still parking: mark the ticket withdrawn | — |
 /// | `begin` (a resumed caller takes its turn) | — | read (in a cancelled task: as `leave(ended: true)`) | — |
 /// | `leave(ended: e)` (the read returned) | — | e: ended; drop the iterator, end the queue. Else hand the turn to the oldest queued caller, or idle | — |
 ///
@@ -52,6 +52,9 @@ struct ReadTurns {
   /// Callers waiting for their turn, oldest first, each with its ticket.
   @usableFromInline var queue: [(ticket: Int, caller: Caller)] = []
   @usableFromInline var lastTicket = 0
+  /// Tickets handed out by `enter` whose callers have not parked yet, and whether each was
+  /// withdrawn meanwhile (its task's cancellation handler may run before the caller parks).
+  @usableFromInline var parking: [Int: Bool] = [:]
 
   @inlinable init() {}
 
@@ -75,6 +78,7 @@ struct ReadTurns {
     case .reading:
       if cancelled { return .end }
       lastTicket &+= 1
+      parking[lastTicket] = false
       return .wait(ticket: lastTicket)
     case .ended:
       return .end
@@ -82,15 +86,17 @@ struct ReadTurns {
   }
 
   /// A caller parks: queued (`nil`), or what to resume it with now (the turn came free since
-  /// it entered, or the iteration ended, or its task is cancelled).
+  /// it entered, or the iteration ended, or its task's cancellation withdrew the ticket).
   @usableFromInline
-  mutating func wait(ticket: Int, _ caller: Caller, cancelled: Bool) -> Bool? {
+  mutating func wait(ticket: Int, _ caller: Caller) -> Bool? {
+    let withdrawn = parking.removeValue(forKey: ticket) ?? false
     switch phase {
     case .idle:
+      if withdrawn { return false }
       phase = .reading
       return true
     case .reading:
-      if cancelled { return false }
+      if withdrawn { return false }
       queue.append((ticket, caller))
       return nil
     case .ended:
@@ -98,12 +104,15 @@ struct ReadTurns {
     }
   }
 
-  /// A queued caller's task was cancelled: the caller to resume with the end, if it is still
-  /// queued.
+  /// A waiting caller's task was cancelled: the caller to resume with the end if it is queued;
+  /// if it has not parked yet, its ticket is marked so that it does not park.
   @usableFromInline
   mutating func withdraw(ticket: Int) -> Caller? {
-    guard let index = queue.firstIndex(where: { $0.ticket == ticket }) else { return nil }
-    return queue.remove(at: index).caller
+    if let index = queue.firstIndex(where: { $0.ticket == ticket }) {
+      return queue.remove(at: index).caller
+    }
+    if parking[ticket] != nil { parking[ticket] = true }
+    return nil
   }
 
   /// A caller resumed to read takes its turn: `true` to read; `false` (its task was cancelled
