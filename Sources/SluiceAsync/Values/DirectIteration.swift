@@ -162,7 +162,7 @@ class DirectIteration<Element, Failure: Error>: CustomReflectable, @unchecked Se
 final class DirectIterationOf<Iterator: AsyncIteratorProtocol>:
   DirectIteration<Iterator.Element, Iterator.Failure>, @unchecked Sendable
 {
-  // Safety: see the base class: `iterator` is touched only by the caller `state` elects.
+  // Safety: see the base class: `iterator` is touched only by the caller `turns` elects.
   @usableFromInline var iterator: Iterator?
 
   @usableFromInline init(_ iterator: Iterator) {
