@@ -13,10 +13,10 @@
 ///
 /// Each subscriber gets its own iteration of the sequence.
 ///
-/// `values` of this publisher, when `Base` is an `AsyncStream` or `AsyncThrowingStream` and the
-/// policy is ``AsyncBufferingPolicy/demandOne``, reads the stream from the consuming task, with
-/// no second task and the same guarantees (see ``AsyncPublisher/Iterator``); `priority` is then
-/// the consuming task's.
+/// `values` of this publisher, when `Base` is an `AsyncStream` or `AsyncThrowingStream` made
+/// with a continuation (not `init(unfolding:)`) and the policy is
+/// ``AsyncBufferingPolicy/demandOne``, reads the stream from the consuming task, with no second
+/// task (see ``AsyncPublisher/Iterator``); `priority` is then the consuming task's.
 ///
 /// ```swift
 /// let (stream, continuation) = AsyncStream<Int>.makeStream()

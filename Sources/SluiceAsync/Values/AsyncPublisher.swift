@@ -54,9 +54,10 @@ public struct AsyncPublisher<Upstream: Publisher>: AsyncSequence {
   /// exactly one of them, and the end reaches them all. The subscription is cancelled when the
   /// last copy goes away.
   ///
-  /// An `AsyncStream` or `AsyncThrowingStream` behind ``AsyncSequencePublisher`` (erased or
-  /// not) is read by the consuming task itself, with the same guarantees, when the policy is
-  /// ``AsyncBufferingPolicy/demandOne``.
+  /// An `AsyncStream` or `AsyncThrowingStream` made with a continuation, behind
+  /// ``AsyncSequencePublisher`` (erased or not), is read by the consuming task itself when the
+  /// policy is ``AsyncBufferingPolicy/demandOne``, with the same guarantees but one: a copy whose
+  /// task is cancelled while another copy reads gets `nil` alone, and the reading copy goes on.
   public struct Iterator: AsyncIteratorProtocol {
     @usableFromInline let owner: IteratorOwner<Element, Failure>?
     @usableFromInline let direct: DirectIteration<Element, Failure>?
