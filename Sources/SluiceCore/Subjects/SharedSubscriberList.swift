@@ -135,6 +135,8 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     /// How many waiters the queue holds: while any does, no grants are taken (the items behind
     /// a waiter are waiters' own, so a turn handed to one inherits no granted value).
     @usableFromInline var waitersQueued = 0
+    /// Where the turn stops while a subscriber it delivered to attaches (``TurnParking``).
+    @usableFromInline var parking = TurnParking<Entry>()
 
     @inlinable init() {}
 
@@ -217,6 +219,9 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     /// A replay runs on another thread: wait for it (after unlocking,
     /// ``ReplayWaiter/waitForReplay()``), still holding the turn, then ask again.
     case paused(ReplayWaiter)
+    /// The turn is parked for an attaching subscriber (``TurnParking``): return at once, and
+    /// touch the list no more (the call takes the turn back as the attach's gate opens).
+    case parked
     /// Nothing waits: leave (``leave(held:thread:)``).
     case done
   }
@@ -474,6 +479,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     if let batch = takeValues(&guarded) { return .runValues(batch.0, from: batch.1) }
     repeat {
       guard !guarded.isIdle else {
+        if guarded.parking.park() { return parkTurn(context) }
         _ = reader.bitwiseAnd(~Self.pending, ordering: .sequentiallyConsistent)
         withdrawGrants(context)  // the turn ends: later hand-offs wait, or find it free
         return .done
@@ -495,6 +501,12 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
           guarded.waitersQueued += 1
           position.store(0, ordering: .relaxed)
           return .paused(replay)
+        }
+        // Armed for an attaching subscriber: parked, not handed on (the waiter stays first).
+        if guarded.parking.park() {
+          guarded.requeueFirst(work)
+          guarded.waitersQueued += 1
+          return parkTurn(context)
         }
         waiter = sender
       case .replay(let replay):
@@ -521,6 +533,30 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     reader.store(Self.draining | (word & Self.pending), ordering: .sequentiallyConsistent)
     readerThread.store(waiter.thread, ordering: .relaxed)
     return .passed(waiter)
+  }
+
+  /// Under the lock, by the holder of ``reader`` whose turn has just parked
+  /// (``TurnParking/park()``): withdraws its grants and keeps ``reader`` as ``draining`` with
+  /// ``pending`` set and no thread's identity, so that nobody takes the turn or a grant, a
+  /// hand-off queues (a value with a waiter), and the call that takes the turn back runs the
+  /// queue as it leaves.
+  @inlinable
+  func parkTurn(_ context: DeliveryContext) -> Next {
+    position.store(0, ordering: .relaxed)
+    withdrawGrants(context)
+    reader.store(Self.draining | Self.pending, ordering: .sequentiallyConsistent)
+    readerThread.store(0, ordering: .relaxed)
+    return .parked
+  }
+
+  /// Under the lock, by the holder of ``reader``, which has just queued a waiter at an
+  /// attaching subscriber's gate: arms the turn to park where it would end or be handed on,
+  /// and sets ``pending`` so that its give-back fails and it reaches that point under the lock
+  /// (``nextHandedOver(_:_:)``).
+  @inlinable
+  func armParking(_ guarded: inout Guarded) {
+    guarded.parking.arm()
+    _ = reader.bitwiseOr(Self.pending, ordering: .sequentiallyConsistent)
   }
 
   /// Under the lock, by the holder of ``reader``: when two or more items wait and all are

@@ -320,6 +320,8 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       case .passed(let waiter):
         waiter.grant()
         return false
+      case .parked:
+        return false  // taken back by this call as the gates open (`resumeParkedTurn`)
       case .paused(let replay):
         replay.waitForReplay()  // holding the turn: a bounded drain on the replay's thread
       case .run(.value(let value, let conduits)):
@@ -453,6 +455,38 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
       if holderWaits { waiter.resume() }
       context.exit()
     }
+  }
+
+  /// The holder of the turn (inside its delivery) queued `waiter` at the gate of a subscriber
+  /// that is attaching on another thread: its turn parks where it would end or be handed on
+  /// (``TurnParking``), and its call waits for the gate at the end of its outermost turn;
+  /// granted, it takes the turn back (``resumeParkedTurn(_:)``).
+  @usableFromInline
+  func parkTurnForAttach(at waiter: TurnWaiter) {
+    let context = DeliveryContext.current
+    guard context.depth > 0 else {
+      Violation.internalInconsistency("a subject's attach gate was reached outside its turn")
+    }
+    state.withLock { subscribers.armParking(&$0.subscribers) }
+    context.deferTurn(waiter) { [self] in resumeParkedTurn(context) }
+  }
+
+  /// A gate the parked turn waited for has opened: if it was the last, this call (the one
+  /// that parked it) takes the turn back — with what is left of its allowance — delivers the
+  /// rest of the drains the attaches left it, then what was queued meanwhile, and leaves.
+  @usableFromInline
+  func resumeParkedTurn(_ context: DeliveryContext) {
+    guard let drains = state.withLock({ $0.subscribers.parking.resumed() }) else { return }
+    subscribers.beginTurn(context)
+    for conduit in drains { conduit.continueDrain() }
+    leave(context, held: SharedSubscriberList<Output, Failure>.draining)
+  }
+
+  /// An attach ended, its share delivered, with values of the parked turn left in `conduit`
+  /// (still draining: nobody else delivers to it): the turn delivers them as it resumes.
+  @usableFromInline
+  func leaveDrainToParkedTurn(_ conduit: AnyConduit<Output, Failure>) {
+    state.withLock { $0.subscribers.parking.owe(conduit) }
   }
 
   /// Hands the rest of `conduit`'s drain to the turn (see ``Conduit/drain(adding:)``): the

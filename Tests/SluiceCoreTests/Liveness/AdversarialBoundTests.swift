@@ -73,6 +73,78 @@ struct AdversarialBoundTests {
     withExtendedLifetime((first, holder)) {}
   }
 
+  /// A subscriber that stays inside `receive(subscription:)` (having asked for `.unlimited`)
+  /// while four threads send into its `PassthroughSubject`, which another subscriber already
+  /// has: what the senders' turns deliver to it meanwhile waits in its queue until the attach
+  /// returns. Each turn that queued values for it stops at its end until then (no other turn
+  /// adds to that queue), and delivers them itself afterwards — so no `send` delivers more than
+  /// its allowance of others' values to each subscriber. (Before, the turns went on one after
+  /// another, each queueing its share, and the first sender to come back delivered all of
+  /// them: 200–330 values of others, a bound that grew with the number of senders.)
+  @Test("PassthroughSubject: a slow attach while four threads send, each call bounded")
+  func slowAttachQueueIsDeliveredByTheCallsThatQueuedIt() async {
+    let subject = PassthroughSubject<Int, Never>()
+    let first = subject.sink { CallBoundTests.received($0) }
+    let meters = (0..<4).map { Meter(sender: $0) }
+    let shared = UncheckedSendable(meters)
+    let sent = Atomic<Int>(0)
+    let received = Atomic<Int>(0)
+    let holder = SharedBox<AnyCancellable?>(nil)
+    let order = Mutex<[Int]>([])
+    let perSender = 2_000
+    let returned = await allReturn(threads: 5, deadline: .seconds(600)) { index in
+      if index == 4 {
+        while sent.load(ordering: .relaxed) < 100 { usleep(100) }
+        let subscriber = AnySubscriber<Int, Never>(
+          receiveSubscription: { subscription in
+            subscription.request(.unlimited)
+            // Inside the attach until the senders have been still for 20 ms (or 2 s).
+            var last = -1
+            let end = DispatchTime.now().uptimeNanoseconds + 2_000_000_000
+            while DispatchTime.now().uptimeNanoseconds < end {
+              let now = sent.load(ordering: .relaxed)
+              if now == last { break }
+              last = now
+              usleep(20_000)
+            }
+            holder.withLock { $0 = AnyCancellable(subscription) }
+          },
+          receiveValue: { value in
+            received.add(1, ordering: .relaxed)
+            order.withLock { $0.append(value) }
+            CallBoundTests.received(value)
+            return .none
+          },
+          receiveCompletion: { _ in })
+        subject.subscribe(subscriber)
+        return
+      }
+      let meter = shared.value[index]
+      meter.install()
+      for i in 0..<perSender {
+        meter.call { subject.send(CallBoundTests.value(index, i)) }
+        sent.add(1, ordering: .relaxed)
+      }
+    }
+    #expect(returned, "every call returned")
+    let worst = meters.map(\.worst).max() ?? 0
+    print(
+      "liveness: slowAttach: worst send delivered \(worst) values of others (bound "
+        + "\(DeliveryContext.allowancePerCall) per subscriber); the attached subscriber received "
+        + "\(received.load(ordering: .relaxed))")
+    #expect(
+      worst <= 2 * DeliveryContext.allowancePerCall, "worst send: \(worst) deliveries of others")
+    // Nothing lost, duplicated or reordered: from its first value of each sender on, the
+    // attached subscriber received every later one, in order.
+    let values = order.withLock { $0 }
+    for sender in 0..<4 {
+      let indices = values.filter { $0 / 1_000_000 - 1 == sender }.map { $0 % 1_000_000 }
+      guard let start = indices.first else { continue }
+      #expect(indices == Array(start..<perSender), "sender \(sender): \(indices.count) values")
+    }
+    withExtendedLifetime((first, holder)) {}
+  }
+
   /// Memory: while a new `CurrentValueSubject` subscriber's first value (its replay, on the
   /// subscribing thread) is still being received, the senders feel its pace, as behind any
   /// delivery. Here the first `receive` returns only once the senders have sent 50,000 more

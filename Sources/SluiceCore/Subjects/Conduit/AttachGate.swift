@@ -3,20 +3,22 @@
 /// **Attaching**): each sender feels the attach's pace, as it feels a slow `receive`, instead
 /// of queueing values for that subscriber without bound.
 ///
-/// A sender waits as it waits for a turn (a ``TurnWaiter``, dismissed when the gate opens), and
-/// by the same rule: a thread inside a delivery — a sender always is, holding the subject's
-/// turn as it offers — never blocks there; it defers the wait to the end of its outermost call
-/// (see ``DeliveryContext``), holding no turn by then. So a sender's value is queued, its call
+/// The thread offering such a value holds the subject's turn (only the turn's holder delivers),
+/// and a thread inside a delivery never blocks: its waiter here *parks* the turn at its end
+/// (``SubjectCore/parkTurnForAttach(at:)``, ``TurnParking``), so that no later turn adds to
+/// that subscriber's queue, and its call waits for the gate at the end of its outermost turn,
+/// holding no turn by then (see ``DeliveryContext``). So a sender's value is queued, its call
 /// goes on (its other subscribers, what it was handed) and returns only once the attach ends;
-/// and two threads each attaching while sending into the other's subject cannot deadlock.
-/// A thread waits here at most once per gate (its later values are queued behind it).
+/// and two threads each attaching while sending into the other's subject cannot deadlock. A
+/// thread waits here at most once per gate (its later values are queued behind it).
 ///
 /// Made (at most once per conduit) by the first sender that must wait, under the conduit's
-/// lock; opened once, by the attach's end or by a `cancel()`, which dismiss every waiter after
-/// unlocking — but for one, granted the rest of the attach's drain if its share left values
-/// (their senders deliver them, not the subscribe call). The wait ends unless the subscriber's `receive(subscription:)` itself blocks until
-/// that sender's call returns (or on anything that needs its thread): the subscribing thread
-/// runs that call as inside a delivery, so a `send` it makes there never blocks for a turn.
+/// lock; opened once, by the attach's end or by a `cancel()`, which *grant* every waiter after
+/// unlocking: the parked turn resumes on the call that parked it, which delivers what the
+/// attach's drain left (its own values). The wait ends unless the subscriber's
+/// `receive(subscription:)` itself blocks until that sender's call returns (or on anything that
+/// needs its thread): the subscribing thread runs that call as inside a delivery, so a `send`
+/// it makes there never blocks for a turn.
 @usableFromInline
 final class AttachGate: @unchecked Sendable {
   // Safety: `waiters` is read and written only under the owning conduit's lock (`open()`
@@ -35,25 +37,9 @@ final class AttachGate: @unchecked Sendable {
     return waiter
   }
 
-  /// Under the conduit's lock: opens the gate; returns the waiters to dismiss after unlocking.
+  /// Under the conduit's lock: opens the gate; returns the waiters to grant after unlocking.
   @inlinable func open() -> [TurnWaiter] {
     defer { waiters = [] }
     return waiters
-  }
-}
-
-extension TurnWaiter {
-  /// A sender's wait at an ``AttachGate``: deferred to the end of its outermost call if it is
-  /// inside a delivery (always, as it offers), else now. Dismissed as the gate opens — or
-  /// granted, to one of them, when the attach's drain left values it may not deliver: that
-  /// sender then runs `resume` (continues the drain).
-  @usableFromInline
-  func waitForAttach(resume: @escaping () -> Void) {
-    let context = DeliveryContext.current
-    if context.mustNotBlock {
-      context.deferTurn(self, resume: resume)
-    } else if wait() {
-      resume()
-    }
   }
 }

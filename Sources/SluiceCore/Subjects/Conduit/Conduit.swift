@@ -248,24 +248,25 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   @inlinable
   func offer(_ value: Output) {
     var replaced: Output?
+    var gated: Parent?
     let action = withState { state in
       if suspendFastPath(state.parent, sender: true) == .inFlight { state.draining = true }
-      return state.offered(value, replaysCurrentValue: replaysCurrentValue, replaced: &replaced)
+      let action = state.offered(
+        value, replaysCurrentValue: replaysCurrentValue, replaced: &replaced)
+      if case .waitForAttach = action { gated = state.parent }
+      return action
     }
     withExtendedLifetime(replaced) {}  // released after unlocking
     switch action {
     case .deliver(let downstream): drain(adding: downstream.receive(value))
     case .drain: drain(adding: .none)
     case .waitForAttach(let waiter):
-      // Granted (not dismissed) when the attach's drain stopped with values left: this
-      // sender, which queued them, then continues that drain (see `attachEnded()`).
-      waiter.waitForAttach { [self] in
-        if let parent = withState({ $0.parent }) {
-          parent.continueDrain(of: self)
-        } else {
-          drain(adding: .none, handingOff: false)  // ended meanwhile: releases what it kept
-        }
+      // The turn delivering parks at its end until the attach ends; the attach's drain leaves
+      // what its share did not cover to it (see `attachEnded()` and `TurnParking`).
+      guard let gated else {
+        Violation.internalInconsistency("an attaching conduit had no subject")
       }
+      gated.parkTurnForAttach(at: waiter)
     case .none: break
     }
   }
@@ -346,13 +347,13 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   func cancelSpecialized() {
     var foreignSender = false
     var gateWaiters: [TurnWaiter] = []
-    defer { for waiter in gateWaiters { waiter.dismiss() } }
+    defer { for waiter in gateWaiters { waiter.grant() } }
     let (released, fastDownstream) = withState {
       state -> (
         (downstream: Downstream?, parent: Parent?, subject: AnyObject?, queue: [Output?]),
         Downstream?
       ) in
-      gateWaiters = state.openAttachGate()
+      gateWaiters = state.openAttachGate()  // granted: their parked turn resumes
       guard state.downstream != nil else { return (state.cancelled(), nil) }
       let suspension = suspendFastPath(state.parent)
       if suspension == .inFlight { state.draining = true }
@@ -495,7 +496,6 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   @inlinable
   func attachEnded() {
     var gateWaiters: [TurnWaiter] = []
-    var granted: TurnWaiter?
     let (drains, share, replayParent) = withState { state -> (Bool, Int, Parent?) in
       gateWaiters = state.openAttachGate()
       let replays =
@@ -507,28 +507,22 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       }
       return (true, share, replays && state.completion == nil ? state.parent : nil)
     }
-    // Senders that waited for the attach go on once this drain has taken its share (until
-    // then nothing is added to the queue). Past the share, the rest goes to one of them (its
-    // wait is granted: it continues the drain, through the subject's turn), which queued it —
-    // not to this call, which would deliver it all if the turn were free. Had they gone on at
-    // once, a fast sender could have queued more than this call may deliver.
-    defer {
-      granted?.grant()
-      for waiter in gateWaiters { waiter.dismiss() }
-    }
+    // The turn that queued values past the gate parked at its end (`TurnParking`): it resumes
+    // once this drain has taken its share (until then nothing is added to the queue), and
+    // delivers the rest — its own values — not this call, which would deliver it all if the
+    // turn were free, nor a later sender.
+    defer { for waiter in gateWaiters { waiter.grant() } }
     guard drains else { return }
     guard let replayParent else {
-      // (Not a closure capturing `granted` and `gateWaiters`: an escaping one would box both,
-      // two allocations per subscribe.)
       guard drain(adding: .none, share: share, handsOff: false) else { return }
-      if gateWaiters.isEmpty {
-        if let parent = withState({ $0.parent }) {
+      if let parent = withState({ $0.parent }) {
+        if gateWaiters.isEmpty {
           parent.continueDrain(of: self)
         } else {
-          drain(adding: .none, handingOff: false)  // ended meanwhile: releases what it kept
+          parent.leaveDrainToParkedTurn(self)  // before the grants, in the defer above
         }
       } else {
-        granted = gateWaiters.removeFirst()
+        drain(adding: .none, handingOff: false)  // ended meanwhile: releases what it kept
       }
       return
     }
