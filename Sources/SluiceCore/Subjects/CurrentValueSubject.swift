@@ -22,6 +22,8 @@ public final class CurrentValueSubject<Output, Failure: Error>: Subject, @unchec
     core = SubjectCore(name: "CurrentValueSubject", currentValue: value)
   }
 
+  deinit { core.cancelUpstreams() }
+
   /// The value wrapped by this subject, published as a new element whenever it is set.
   public var value: Output {
     get {

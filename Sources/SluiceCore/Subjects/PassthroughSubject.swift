@@ -26,6 +26,8 @@ public final class PassthroughSubject<Output, Failure: Error>: Subject, @uncheck
   /// Creates a subject with no subscribers and no upstream.
   public init() {}
 
+  deinit { core.cancelUpstreams() }
+
   @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where Output == S.Input, Failure == S.Failure {

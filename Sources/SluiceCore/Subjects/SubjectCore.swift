@@ -83,6 +83,19 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     for upstream in state.withLock({ $0.upstreams }) { upstream.cancel() }
   }
 
+  /// Cancels the upstream subscriptions kept (after unlocking): as the subject object that owns
+  /// this core is deinitialised. A multicast's connection may hold the core itself, strongly
+  /// (``SubjectSubscriber``), so the core's own `deinit` can come later; the subject's death is
+  /// what cancels its upstreams, as in Combine.
+  @usableFromInline
+  func cancelUpstreams() {
+    let upstreams = state.withLock { state in
+      defer { state.upstreams.removeAll() }
+      return state.upstreams
+    }
+    for upstream in upstreams { upstream.cancel() }
+  }
+
   @inlinable
   var currentValue: Output? {
     get { state.withLock { $0.currentValue } }

@@ -142,7 +142,14 @@ struct AdversarialBoundTests {
       guard let start = indices.first else { continue }
       #expect(indices == Array(start..<perSender), "sender \(sender): \(indices.count) values")
     }
-    withExtendedLifetime((first, holder)) {}
+    // The subscriber's closures hold `holder`, which holds its subscription: cancelled, the
+    // cycle ends.
+    let subscription = holder.withLock { held in
+      defer { held = nil }
+      return held
+    }
+    subscription?.cancel()
+    first.cancel()
   }
 
   /// Memory: while a new `CurrentValueSubject` subscriber's first value (its replay, on the

@@ -5,6 +5,44 @@ import Testing
 
 @Suite("Multicast, MakeConnectable, Autoconnect", .onThreadsOfTheirOwn)
 struct ConnectableTests {
+  /// A connection to one of Sluice's subjects holds its core (no weak load per value), yet, as
+  /// in Combine, not the subject: once the subject and its multicast are gone, the subject's
+  /// `deinit` cancels the upstream subscription, and what the upstream sends later goes
+  /// nowhere; while subscribers remain they keep the subject, and values reach them.
+  @Test(arguments: [false, true])
+  func aConnectionToASluiceSubjectEndsWithTheSubject(current: Bool) {
+    let upstream = TestPublisher<Int, Never>()
+    let recorder = RecordingSubscriber<Int, Never>()
+    weak var weakSubject: AnyObject?
+    var connection: (any Cancellable)?
+    do {
+      if current {
+        let subject = CurrentValueSubject<Int, Never>(0)
+        weakSubject = subject
+        let multicast = upstream.multicast(subject: subject)
+        multicast.subscribe(recorder)
+        connection = multicast.connect()
+      } else {
+        let subject = PassthroughSubject<Int, Never>()
+        weakSubject = subject
+        let multicast = upstream.multicast(subject: subject)
+        multicast.subscribe(recorder)
+        connection = multicast.connect()
+      }
+    }
+    upstream.send(1)
+    #expect(recorder.values == (current ? [0, 1] : [1]))
+    #expect(weakSubject != nil, "its subscriber keeps the subject")
+    #expect(upstream.subscriptions.first?.cancelCount == 0)
+    recorder.cancel()
+    #expect(weakSubject == nil, "the connection does not keep the subject")
+    #expect(upstream.subscriptions.first?.cancelCount == 1, "the subject's deinit cancelled it")
+    upstream.send(2)  // goes nowhere
+    #expect(recorder.values == (current ? [0, 1] : [1]))
+    connection?.cancel()
+    #expect(upstream.subscriptions.first?.cancelCount == 1)
+  }
+
   @Test func multicastWaitsForConnectAndSharesOneUpstreamSubscription() {
     let upstream = TestPublisher<Int, Never>()
     let made = Box<Int>(0)
