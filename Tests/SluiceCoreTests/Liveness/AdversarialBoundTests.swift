@@ -18,6 +18,39 @@ struct AdversarialBoundTests {
     while DispatchTime.now().uptimeNanoseconds < end {}
   }
 
+  /// How many values the four senders of ``worstSend(perSender:attachAfter:send:attach:)``
+  /// have sent.
+  final class Progress: Sendable {
+    let sent = Atomic<Int>(0)
+    var count: Int { sent.load(ordering: .relaxed) }
+  }
+
+  /// Four threads each send `perSender` values (`send`, metered) while a fifth, once
+  /// `attachAfter` values were sent, runs `attach`; the largest count of others' values one
+  /// send delivered, or `nil` if a call never returned.
+  static func worstSend(
+    perSender: Int, attachAfter: Int, send: @escaping @Sendable (Int) -> Void,
+    attach: @escaping @Sendable (Progress) -> Void
+  ) async -> Int? {
+    let meters = (0..<4).map { Meter(sender: $0) }
+    let shared = UncheckedSendable(meters)
+    let progress = Progress()
+    let returned = await allReturn(threads: 5, deadline: .seconds(600)) { index in
+      if index == 4 {
+        while progress.count < attachAfter { usleep(100) }
+        attach(progress)
+        return
+      }
+      let meter = shared.value[index]
+      meter.install()
+      for i in 0..<perSender {
+        meter.call { send(CallBoundTests.value(index, i)) }
+        progress.sent.add(1, ordering: .relaxed)
+      }
+    }
+    return returned ? meters.map(\.worst).max() ?? 0 : nil
+  }
+
   /// A new subscriber of a `CurrentValueSubject` whose first value (the replay, delivered on
   /// the subscribing thread) is slow, while four threads send: the replay runs holding the
   /// subject's turn, so the senders hand over their grants and then wait, and no call — the
@@ -29,40 +62,27 @@ struct AdversarialBoundTests {
     let subject = CurrentValueSubject<Int, Never>(0)
     // A subscriber already there, so that the turn is busy (~5 µs a value) as in an app.
     let first = subject.sink { CallBoundTests.received($0) }
-    let meters = (0..<4).map { Meter(sender: $0) }
-    let shared = UncheckedSendable(meters)
-    let sent = Atomic<Int>(0)
     let maxLag = Atomic<Int>(0)
     let receivedBySecond = Atomic<Int>(0)
     let holder = SharedBox<AnyCancellable?>(nil)
-    let perSender = 3_000
-    let returned = await allReturn(threads: 5, deadline: .seconds(600)) { index in
-      if index == 4 {
-        // Attaches once the senders are going; its first value takes 40 ms.
-        while sent.load(ordering: .relaxed) < 200 { usleep(100) }
-        let isFirst = Atomic<Bool>(true)
-        let cancellable = subject.sink { value in
-          if isFirst.exchange(false, ordering: .relaxed) {
-            usleep(40_000)
-            return
-          }
-          let got = receivedBySecond.add(1, ordering: .relaxed).newValue
-          let lag = sent.load(ordering: .relaxed) - got
-          maxLag.max(lag, ordering: .relaxed)
-          CallBoundTests.received(value)
+    // Attaches once the senders are going; its first value takes 40 ms.
+    let measured = await Self.worstSend(perSender: 3_000, attachAfter: 200) { value in
+      subject.send(value)
+    } attach: { progress in
+      let isFirst = Atomic<Bool>(true)
+      let cancellable = subject.sink { value in
+        if isFirst.exchange(false, ordering: .relaxed) {
+          usleep(40_000)
+          return
         }
-        holder.withLock { $0 = cancellable }
-        return
+        let got = receivedBySecond.add(1, ordering: .relaxed).newValue
+        maxLag.max(progress.count - got, ordering: .relaxed)
+        CallBoundTests.received(value)
       }
-      let meter = shared.value[index]
-      meter.install()
-      for i in 0..<perSender {
-        meter.call { subject.send(CallBoundTests.value(index, i)) }
-        sent.add(1, ordering: .relaxed)
-      }
+      holder.withLock { $0 = cancellable }
     }
-    #expect(returned, "every call returned")
-    let worst = meters.map(\.worst).max() ?? 0
+    #expect(measured != nil, "every call returned")
+    let worst = measured ?? .max
     print(
       "liveness: slowReplay: worst send delivered \(worst) values of others (bound "
         + "\(DeliveryContext.allowancePerCall)); the second subscriber lagged by up to "
@@ -85,49 +105,36 @@ struct AdversarialBoundTests {
   func slowAttachQueueIsDeliveredByTheCallsThatQueuedIt() async {
     let subject = PassthroughSubject<Int, Never>()
     let first = subject.sink { CallBoundTests.received($0) }
-    let meters = (0..<4).map { Meter(sender: $0) }
-    let shared = UncheckedSendable(meters)
-    let sent = Atomic<Int>(0)
     let received = Atomic<Int>(0)
     let holder = SharedBox<AnyCancellable?>(nil)
     let order = Mutex<[Int]>([])
     let perSender = 2_000
-    let returned = await allReturn(threads: 5, deadline: .seconds(600)) { index in
-      if index == 4 {
-        while sent.load(ordering: .relaxed) < 100 { usleep(100) }
-        let subscriber = AnySubscriber<Int, Never>(
-          receiveSubscription: { subscription in
-            subscription.request(.unlimited)
-            // Inside the attach until the senders have been still for 20 ms (or 2 s).
-            var last = -1
-            let end = DispatchTime.now().uptimeNanoseconds + 2_000_000_000
-            while DispatchTime.now().uptimeNanoseconds < end {
-              let now = sent.load(ordering: .relaxed)
-              if now == last { break }
-              last = now
-              usleep(20_000)
-            }
-            holder.withLock { $0 = AnyCancellable(subscription) }
-          },
-          receiveValue: { value in
-            received.add(1, ordering: .relaxed)
-            order.withLock { $0.append(value) }
-            CallBoundTests.received(value)
-            return .none
-          },
-          receiveCompletion: { _ in })
-        subject.subscribe(subscriber)
-        return
-      }
-      let meter = shared.value[index]
-      meter.install()
-      for i in 0..<perSender {
-        meter.call { subject.send(CallBoundTests.value(index, i)) }
-        sent.add(1, ordering: .relaxed)
-      }
+    let measured = await Self.worstSend(perSender: perSender, attachAfter: 100) { value in
+      subject.send(value)
+    } attach: { progress in
+      let subscriber = AnySubscriber<Int, Never>(
+        receiveSubscription: { subscription in
+          subscription.request(.unlimited)
+          // Inside the attach until the senders have been still for 20 ms (or 2 s).
+          var last = -1
+          let end = DispatchTime.now().uptimeNanoseconds + 2_000_000_000
+          while DispatchTime.now().uptimeNanoseconds < end, progress.count != last {
+            last = progress.count
+            usleep(20_000)
+          }
+          holder.withLock { $0 = AnyCancellable(subscription) }
+        },
+        receiveValue: { value in
+          received.add(1, ordering: .relaxed)
+          order.withLock { $0.append(value) }
+          CallBoundTests.received(value)
+          return .none
+        },
+        receiveCompletion: { _ in })
+      subject.subscribe(subscriber)
     }
-    #expect(returned, "every call returned")
-    let worst = meters.map(\.worst).max() ?? 0
+    #expect(measured != nil, "every call returned")
+    let worst = measured ?? .max
     print(
       "liveness: slowAttach: worst send delivered \(worst) values of others (bound "
         + "\(DeliveryContext.allowancePerCall) per subscriber); the attached subscriber received "
