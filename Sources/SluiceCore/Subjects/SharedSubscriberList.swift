@@ -136,7 +136,7 @@ struct SharedSubscriberList<Output, Failure: Error>: ~Copyable, @unchecked Senda
     /// a waiter are waiters' own, so a turn handed to one inherits no granted value).
     @usableFromInline var waitersQueued = 0
     /// Where the turn stops while a subscriber it delivered to attaches (``TurnParking``).
-    @usableFromInline var parking = TurnParking<Entry>()
+    @usableFromInline var parking = TurnParking()
 
     @inlinable init() {}
 

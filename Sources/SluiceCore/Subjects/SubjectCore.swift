@@ -433,9 +433,10 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     return claim != .nested
   }
 
-  /// Runs `body` (a subscriber's replay, see ``Conduit``) on this thread, at once, so that the
-  /// replay is synchronous as in Combine, and such that senders of other threads feel its pace
-  /// instead of queueing values for the subscriber without bound while it runs.
+  /// Runs `body` (a subscriber's replay, see ``Conduit``, or the drain that ends its attach,
+  /// ``Conduit/attachEnded()``) on this thread, at once, so that the replay is synchronous as
+  /// in Combine, and such that senders of other threads feel its pace instead of queueing
+  /// values for the subscriber without bound while it runs.
   ///
   /// If the turn is free this thread takes it for the replay (then runs what was handed over
   /// meanwhile, like a `send`); if it holds it already (a request from inside a delivery of
@@ -485,21 +486,13 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   }
 
   /// A gate the parked turn waited for has opened: if it was the last, this call (the one
-  /// that parked it) takes the turn back — with what is left of its allowance — delivers the
-  /// rest of the drains the attaches left it, then what was queued meanwhile, and leaves.
+  /// that parked it) takes the turn back — with what is left of its allowance — and runs what
+  /// was queued for it (first the rest of an attach's drain, handed back), then leaves.
   @usableFromInline
   func resumeParkedTurn(_ context: DeliveryContext) {
-    guard let drains = state.withLock({ $0.subscribers.parking.resumed() }) else { return }
+    guard state.withLock({ $0.subscribers.parking.resumed() }) else { return }
     subscribers.beginTurn(context)
-    for conduit in drains { conduit.continueDrain() }
     leave(context, held: SharedSubscriberList<Output, Failure>.draining)
-  }
-
-  /// An attach ended, its share delivered, with values of the parked turn left in `conduit`
-  /// (still draining: nobody else delivers to it): the turn delivers them as it resumes.
-  @usableFromInline
-  func leaveDrainToParkedTurn(_ conduit: AnyConduit<Output, Failure>) {
-    state.withLock { $0.subscribers.parking.owe(conduit) }
   }
 
   /// Hands the rest of `conduit`'s drain to the turn (see ``Conduit/drain(adding:)``): the

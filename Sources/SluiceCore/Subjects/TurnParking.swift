@@ -11,10 +11,11 @@
 /// adds to the attaching subscriber's queue, and leaves, holding nothing; its call then waits,
 /// deferred to the end of its outermost turn (see ``DeliveryContext``), for the gate. When the
 /// attach ends (or the subscriber is cancelled), the gate grants its waiter, and once every gate
-/// this turn stopped at has opened (``resumed()``), the same call takes the turn back: it
-/// delivers the rest of the drains the attaches left it (``owe(_:)``: values its own turn
-/// queued there, which the subscribing call's share did not cover), then what was queued for
-/// the turn meanwhile, on what is left of its allowance. So the values waiting for an attach
+/// this turn stopped at has opened (``resumed()``), the same call takes the turn back and runs
+/// what was queued for it, on what is left of its allowance: first the rest of an attach's
+/// drain (the values its own turn queued there, which the subscribing call, draining beside
+/// the parked turn within its allowance, handed back: see ``Conduit/attachEnded()``), then
+/// what was queued meanwhile. So the values waiting for an attach
 /// are delivered by the call that queued them — never by a later sender, whose call would
 /// deliver the queues of every turn since, a number that grew with the senders (before: up to
 /// 330 values of others in one `send`, four senders).
@@ -32,16 +33,13 @@
 /// |---|---|---|---|
 /// | ``arm()`` (the holder queued a gate waiter) | armed(1) | gates + 1 | — (nobody delivers) |
 /// | ``park()`` (the holder's turn would end or be handed on) | `false`: end or hand on | parked(gates): `true` | — |
-/// | ``owe(_:)`` (an attach left the rest of its drain, before granting) | drains + conduit | same | same |
-/// | ``resumed()`` (a gate waiter granted, by the parked call) | — | — | remaining − 1; at 0: idle, the drains taken |
+/// | ``resumed()`` (a gate waiter granted, by the parked call) | — | — | remaining − 1; at 0: idle (the call takes the turn back) |
 @usableFromInline
-struct TurnParking<Entry> {
+struct TurnParking {
   /// How many gates the turn in progress must wait for (armed), or waits for (parked).
   @usableFromInline var gates = 0
   /// Whether the turn is parked.
   @usableFromInline var parked = false
-  /// Conduits whose drain the parked turn continues as it resumes, oldest first.
-  @usableFromInline var drains: [Entry] = []
 
   @inlinable init() {}
 
@@ -60,22 +58,15 @@ struct TurnParking<Entry> {
     return true
   }
 
-  /// An attach ended (its subscribing call's share delivered) with values left that the turn
-  /// which queued them delivers as it resumes.
-  @inlinable mutating func owe(_ conduit: Entry) { drains.append(conduit) }
-
   /// One of the gates the turn waits for has opened (its waiter granted), by the parked call:
-  /// the drains to continue once it was the last (the turn is then the caller's again), else
-  /// `nil`.
-  @inlinable mutating func resumed() -> [Entry]? {
+  /// `true` once it was the last (the turn is then the caller's again).
+  @inlinable mutating func resumed() -> Bool {
     guard parked, gates > 0 else {
       Violation.internalInconsistency("a subject's turn resumed without being parked")
     }
     gates -= 1
-    guard gates == 0 else { return nil }
+    guard gates == 0 else { return false }
     parked = false
-    var taken: [Entry] = []
-    swap(&taken, &drains)
-    return taken
+    return true
   }
 }

@@ -397,8 +397,10 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   /// (a replay, during which the turn's holder waits at the replay's waiter so that nothing is
   /// added: see ``SubjectCore/withReplayTurn(_:)``; or the turn itself continuing a drain).
   ///
-  /// `charged`: every value after the first (the replay) is another thread's, queued while the
-  /// replay ran beside that thread's turn, and spends one of this call's allowance
+  /// `charged`: every value after the first `free` ones (a replay: its own value; an attach's
+  /// drain: the values queued while the subscriber attached, up to ``ConduitState/attachQueueLimit``)
+  /// is another thread's, queued while the drain ran beside that thread's turn (or by a turn
+  /// parked at the attach's gate), and spends one of this call's allowance
   /// (``DeliveryContext/spendOne()``); once it is spent, the drain stops with the rest still
   /// queued (the conduit stays draining, so nobody else delivers to the subscriber) and returns
   /// `true`: the caller hands the rest to the turn's holder (see
@@ -407,13 +409,13 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   @discardableResult
   func drain(
     adding demand: Subscribers.Demand, handingOff: Bool = true, charged: Bool = false,
-    share: Int = TurnWaiter.grantsPerTurn, handsOff: Bool = true
+    free: Int = 1, share: Int = TurnWaiter.grantsPerTurn
   ) -> Bool {
     var more = demand
     var delivered = 0
-    var first = true
+    var free = free
     while true {
-      if charged, !first, DeliveryContext.current.allowance == 0 {
+      if charged, free == 0, DeliveryContext.current.allowance == 0 {
         switch stop(adding: more) {
         case .goOn: break
         case .paused: return false
@@ -427,8 +429,6 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
         case .goOn: break
         case .paused: return false
         case .stopped(let parent):
-          // Not `handsOff`: the caller hands the rest on (`true`).
-          guard handsOff else { return true }
           parent?.continueDrain(of: self)
           return false
         }
@@ -453,7 +453,7 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       switch step {
       case .deliver(let downstream, let value):
         if charged {
-          if first { first = false } else { _ = DeliveryContext.current.spendOne() }
+          if free > 0 { free -= 1 } else { _ = DeliveryContext.current.spendOne() }
         }
         more = downstream.receive(value)
       case .complete(let downstream, let completion, let parent, let subject):
@@ -490,44 +490,46 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   }
 
   /// The subscriber's `receive(subscription:)` has returned on the subscribing thread (see
-  /// ``ConduitState``, **Attaching**): drains what other threads brought meanwhile — a value
-  /// owed with demand for it is replayed holding the subject's turn, as a request's replay
-  /// is — or opens the fast path.
+  /// ``ConduitState``, **Attaching**): drains what other threads brought meanwhile — and a value
+  /// owed with demand for it — holding the subject's turn, as a request's replay is
+  /// (``SubjectCore/withReplayTurn(_:)``), or opens the fast path.
+  ///
+  /// Holding the turn, no sender adds to the queue while this call drains it: the values are
+  /// those queued while the subscriber attached. The first of them, up to
+  /// ``ConduitState/attachQueueLimit``, are this call's (their senders' calls may have
+  /// returned); past that limit each was queued by a turn that parked at the gate
+  /// (``TurnParking``), whose call takes the rest back. If the turn was free, this call takes
+  /// it and delivers them all (there is no parked turn then). If another thread holds it
+  /// (running, or parked), this call drains beside it — its own share, then the rest within
+  /// its allowance — and hands what is left back to that turn, first in its queue: the values
+  /// that turn queued. The gate's waiters are granted after that, so a parked turn resumes with
+  /// the rest first. (Before, the drain ran without the turn, and turns that went on meanwhile
+  /// added to the queue what the next holder then delivered: a send delivered up to 151 values
+  /// of others to one subscriber.)
   @inlinable
   func attachEnded() {
     var gateWaiters: [TurnWaiter] = []
-    let (drains, share, replayParent) = withState { state -> (Bool, Int, Parent?) in
+    let (drains, free, parent) = withState { state -> (Bool, Int, Parent?) in
       gateWaiters = state.openAttachGate()
-      let replays =
-        replaysCurrentValue && state.owedValue != nil && state.queueHead == state.queue.count
-      let share = state.attachShare
+      let queued = state.queue.count - state.queueHead
+      // The first values queued are this call's to deliver (their senders' calls may have
+      // returned); past the limit, each was queued by a turn that parked at the gate and
+      // takes the rest back. With nothing queued, an owed value is a replay (free too).
+      let free = queued > 0 ? min(queued, ConduitState<Downstream, Parent>.attachQueueLimit) : 1
       guard state.attachEnded() else {
         if state.allowsFastDelivery { fast.store(Self.eligible, ordering: .releasing) }
-        return (false, share, nil)
+        return (false, 0, nil)
       }
-      return (true, share, replays && state.completion == nil ? state.parent : nil)
+      return (true, free, state.parent)
     }
-    // The turn that queued values past the gate parked at its end (`TurnParking`): it resumes
-    // once this drain has taken its share (until then nothing is added to the queue), and
-    // delivers the rest — its own values — not this call, which would deliver it all if the
-    // turn were free, nor a later sender.
-    defer { for waiter in gateWaiters { waiter.grant() } }
+    defer { for waiter in gateWaiters { waiter.grant() } }  // after the drain
     guard drains else { return }
-    guard let replayParent else {
-      guard drain(adding: .none, share: share, handsOff: false) else { return }
-      if let parent = withState({ $0.parent }) {
-        if gateWaiters.isEmpty {
-          parent.continueDrain(of: self)
-        } else {
-          parent.leaveDrainToParkedTurn(self)  // before the grants, in the defer above
-        }
-      } else {
-        drain(adding: .none, handingOff: false)  // ended meanwhile: releases what it kept
-      }
+    guard let parent else {
+      drain(adding: .none, handingOff: false)  // ended meanwhile: releases what it kept
       return
     }
-    replayParent.withReplayTurn { charged in
-      drain(adding: .none, handingOff: false, charged: charged) ? self : nil
+    parent.withReplayTurn { charged in
+      drain(adding: .none, handingOff: false, charged: charged, free: free) ? self : nil
     }
   }
 

@@ -17,9 +17,10 @@
 /// value an upstream sends inside the request). A drain of that thread that has spent its
 /// share stops with the rest queued (``pausedForAttach(adding:)``: idle with values queued,
 /// the one state where that happens), and ``attachEnded()`` hands what is left to the drain
-/// loop. Once ``attachQueueLimit`` values of other threads are queued, their senders wait at
-/// the ``AttachGate`` (at the end of their calls) until the attach ends: the queue, and what
-/// the subscribe call delivers, stay bounded (``attachShare``).
+/// loop. Once ``attachQueueLimit`` values of other threads are queued, the turn that offers one
+/// parks at its end (``TurnParking``) and its sender waits at the ``AttachGate`` (at the end of
+/// its call) until the attach ends: the queue stays bounded, and its values beyond that come
+/// from that one turn, whose call delivers what the attach's drain leaves.
 ///
 /// States: `live` (has a downstream) with `draining` on or off, and `attaching` on or off →
 /// `terminal` (no downstream).
@@ -32,7 +33,7 @@
 /// | `requested(n)` | demand +n, become drainer (attaching: only the subscribing thread) | demand +n | ignore |
 /// | `finished(c)` | remember `c`, become drainer (attaching: only the subscribing thread) | remember `c` | ignore |
 /// | `nextStep(+n)` (drainer only) | — | queued value, else owed current value, else completion, else idle | idle |
-/// | `attachEnded()` (subscribing thread) | attaching off, gate opened; if anything waits, become drainer (past its share, the rest to a waiting sender) | — | nothing |
+/// | `attachEnded()` (subscribing thread) | attaching off, gate opened; if anything waits, become drainer, holding the subject's turn (beside another thread's, past its allowance the rest to that turn) | — | nothing |
 /// | `cancelled` while attaching | gate opened (its senders go on) | same | — |
 /// | the drainer's share spent, values queued | — | attaching: idle, paused (the rest waits); else handed to the subject's turn | — |
 /// | `cancelled` | terminal, release everything | same | nothing |
@@ -54,10 +55,6 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   /// While the subscriber's `receive(subscription:)` runs: the subscribing thread (its
   /// ``currentThreadIdentity()``), the only one that may drain meanwhile; 0 after.
   @usableFromInline var attachingThread: UInt
-  /// How many values the subscribing thread delivered while attaching (drained, or offered by
-  /// its own turn: another thread's handed over, say): what is left of its call's allowance
-  /// is the share of the drain that ``attachEnded()`` starts.
-  @usableFromInline var deliveredWhileAttaching = 0
   /// Where senders of other threads wait while the subscriber attaches with a full share
   /// queued (made by the first of them); opened as the attach ends or at `cancel()`.
   @usableFromInline var attachGate: AttachGate?
@@ -112,8 +109,8 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   }
 
   /// How many values of other threads may wait for a subscriber that is attaching before
-  /// their senders wait for the attach to end: a drain's share, so that the subscribe call
-  /// delivers a bounded number of them.
+  /// the turn offering one parks and its sender waits for the attach to end: a drain's share,
+  /// so that the subscribe call delivers a bounded number of them.
   @inlinable static var attachQueueLimit: Int { TurnWaiter.grantsPerTurn }
 
   /// `replaced`: a value owed before, which the caller releases after unlocking (its `deinit`
@@ -146,7 +143,6 @@ struct ConduitState<Downstream: Subscriber, Parent> {
       queue.append(value)
       return .drain
     }
-    if attachingThread != 0 { deliveredWhileAttaching += 1 }
     return .deliver(downstream)
   }
 
@@ -173,8 +169,8 @@ struct ConduitState<Downstream: Subscriber, Parent> {
 
   /// The subscriber's `receive(subscription:)` has returned (on the subscribing thread):
   /// `true` when the caller became the drainer of what waits (values and a completion queued
-  /// meanwhile, a value owed with demand for it) and must run the drain loop, delivering at
-  /// most ``attachShare`` values before it hands the rest to the subject's turn.
+  /// meanwhile, a value owed with demand for it) and must run the drain loop, holding the
+  /// subject's turn (see ``Conduit/attachEnded()``).
   @inlinable mutating func attachEnded() -> Bool {
     attachingThread = 0
     guard downstream != nil, !draining else { return false }
@@ -189,14 +185,6 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   /// waiters to dismiss after unlocking.
   @inlinable mutating func openAttachGate() -> [TurnWaiter] {
     attachGate.take()?.open() ?? []
-  }
-
-  /// The share of the drain ``attachEnded()`` starts: a subscribe call delivers at most one
-  /// call's allowance in all (what it delivered while attaching counts), and at most a
-  /// drain's share (``TurnWaiter/grantsPerTurn``) as it ends.
-  @inlinable var attachShare: Int {
-    let left = DeliveryContext.allowancePerCall - deliveredWhileAttaching
-    return max(0, min(TurnWaiter.grantsPerTurn, left))
   }
 
   /// A drain by the subscribing thread stops while it is attaching (instead of handing the
@@ -244,13 +232,11 @@ struct ConduitState<Downstream: Subscriber, Parent> {
         queue.removeAll(keepingCapacity: true)
         queueHead = 0
       }
-      if attachingThread != 0 { deliveredWhileAttaching += 1 }
       return .deliver(downstream, value)
     }
     // Demand came for the owed value (a request): it is the subscriber's, completion or not.
     if demand > 0, let owed = owedValue.take() {
       demand -= 1
-      if attachingThread != 0 { deliveredWhileAttaching += 1 }
       return .deliver(downstream, owed)
     }
     if let completion {
