@@ -572,8 +572,10 @@ struct ParkingAdversaryTests {
         Self.waitForStall(sent)
       }
       let wcValues = Atomic<Int>(0)
+      let bSubscription = SharedBox<(any Subscription)?>(nil)
       let b = AnySubscriber<Void, Never>(
         receiveSubscription: { subscription in
+          bSubscription.withLock { $0 = subscription }
           subscription.request(.unlimited)
           Self.waitForStall(sent)
         },
@@ -599,6 +601,8 @@ struct ParkingAdversaryTests {
       #expect(willChange.load(ordering: .relaxed) == 4 * perSender, "\(label): objectWillChange")
       a.expectRules(label)
       a.cancel()
+      // A subject's subscription keeps the subject alive until it ends: cancelled, or a cycle.
+      bSubscription.withLock { $0 }?.cancel()
       withExtendedLifetime((first, c, b)) {}
     }
   }
