@@ -36,6 +36,10 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
     @usableFromInline var currentValue: Output?
     /// Whether kept upstreams have been (and new ones are at once) asked for `.unlimited`.
     @usableFromInline var upstreamsOpen: Bool
+    /// The subject object that owned this core is gone (``cancelUpstreams()``): a connection
+    /// that still holds the core (``SubjectSubscriber``) may send into it, but an upstream that
+    /// arrives now is not kept or asked for anything, and no value is stored as current.
+    @usableFromInline var orphaned = false
 
     @inlinable init(currentValue: Output?, upstreamsOpen: Bool) {
       self.currentValue = currentValue
@@ -89,11 +93,13 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
   /// what cancels its upstreams, as in Combine.
   @usableFromInline
   func cancelUpstreams() {
-    let upstreams = state.withLock { state in
+    let (upstreams, value) = state.withLock { state in
       defer { state.upstreams.removeAll() }
-      return state.upstreams
+      state.orphaned = true
+      return (state.upstreams, state.currentValue.take())
     }
     for upstream in upstreams { upstream.cancel() }
+    withExtendedLifetime(value) {}  // released after unlocking
   }
 
   @inlinable
@@ -266,7 +272,9 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
         .value(value, $0)
       }
       // Combine: `send(_:)` after completion leaves `value` as it was; setting `value` stores.
-      if replaysCurrentValue, state.completion == nil || storingAfterCompletion {
+      if replaysCurrentValue, !state.orphaned,
+        state.completion == nil || storingAfterCompletion
+      {
         replaced = state.currentValue.take()
         state.currentValue = value
       }
@@ -379,7 +387,9 @@ final class SubjectCore<Output, Failure: Error>: CustomStringConvertible, @unche
 
   @usableFromInline
   func send(subscription: any Subscription) {
-    let open = state.withLock { state in
+    let open = state.withLock { state -> (Bool, [any Subscription]) in
+      // The subject is gone: as in Combine, where its connection then holds `nil`.
+      if state.orphaned { return (false, []) }
       state.upstreams.append(subscription)
       keptUpstreams.add(1, ordering: .sequentiallyConsistent)
       if !state.upstreamsOpen, downstreamHadDemand.load(ordering: .sequentiallyConsistent) {

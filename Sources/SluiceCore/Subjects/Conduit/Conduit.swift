@@ -509,8 +509,9 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
   @inlinable
   func attachEnded() {
     var gateWaiters: [TurnWaiter] = []
-    let (drains, free, parent) = withState { state -> (Bool, Int, Parent?) in
+    let (drains, free, delivered, parent) = withState { state -> (Bool, Int, Int, Parent?) in
       gateWaiters = state.openAttachGate()
+      let delivered = state.deliveredWhileAttaching
       let queued = state.queue.count - state.queueHead
       // The first values queued are this call's to deliver (their senders' calls may have
       // returned); past the limit, each was queued by a turn that parked at the gate and
@@ -518,9 +519,9 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       let free = queued > 0 ? min(queued, ConduitState<Downstream, Parent>.attachQueueLimit) : 1
       guard state.attachEnded() else {
         if state.allowsFastDelivery { fast.store(Self.eligible, ordering: .releasing) }
-        return (false, 0, nil)
+        return (false, 0, 0, nil)
       }
-      return (true, free, state.parent)
+      return (true, free, delivered, state.parent)
     }
     defer { for waiter in gateWaiters { waiter.grant() } }  // after the drain
     guard drains else { return }
@@ -528,6 +529,11 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
       drain(adding: .none, handingOff: false)  // ended meanwhile: releases what it kept
       return
     }
+    // What this call delivered while the subscriber attached counts against its allowance
+    // (it is at most the drains' shares and what its own turns took on): the charged part of
+    // the drain below is what is left, so the call delivers at most its allowance, and the
+    // values queued before the gate closed (`free`), in all.
+    _ = DeliveryContext.current.reserve(delivered)
     parent.withReplayTurn { charged in
       drain(adding: .none, handingOff: false, charged: charged, free: free) ? self : nil
     }

@@ -55,6 +55,10 @@ struct ConduitState<Downstream: Subscriber, Parent> {
   /// While the subscriber's `receive(subscription:)` runs: the subscribing thread (its
   /// ``currentThreadIdentity()``), the only one that may drain meanwhile; 0 after.
   @usableFromInline var attachingThread: UInt
+  /// How many values the subscribing thread delivered while attaching (drained, or offered by
+  /// its own turn): they count against its call's allowance before the drain that
+  /// ``Conduit/attachEnded()`` runs charges its own.
+  @usableFromInline var deliveredWhileAttaching = 0
   /// Where senders of other threads wait while the subscriber attaches with a full share
   /// queued (made by the first of them); opened as the attach ends or at `cancel()`.
   @usableFromInline var attachGate: AttachGate?
@@ -143,6 +147,7 @@ struct ConduitState<Downstream: Subscriber, Parent> {
       queue.append(value)
       return .drain
     }
+    if attachingThread != 0 { deliveredWhileAttaching += 1 }
     return .deliver(downstream)
   }
 
@@ -232,11 +237,13 @@ struct ConduitState<Downstream: Subscriber, Parent> {
         queue.removeAll(keepingCapacity: true)
         queueHead = 0
       }
+      if attachingThread != 0 { deliveredWhileAttaching += 1 }
       return .deliver(downstream, value)
     }
     // Demand came for the owed value (a request): it is the subscriber's, completion or not.
     if demand > 0, let owed = owedValue.take() {
       demand -= 1
+      if attachingThread != 0 { deliveredWhileAttaching += 1 }
       return .deliver(downstream, owed)
     }
     if let completion {
