@@ -80,9 +80,9 @@ struct DirectIterationAttackTests {
       flag.value.withLock { $0 = value }
       flag.done.store(true, ordering: .sequentiallyConsistent)
     }
-    #expect(await eventually(timeout: .seconds(30)) { gate.isWaiting })
+    #expect(await eventually(timeout: .seconds(120)) { gate.isWaiting })
     consumer.cancel()
-    let endedAtOnce = await eventually(timeout: .seconds(30)) {
+    let endedAtOnce = await eventually(timeout: .seconds(120)) {
       flag.done.load(ordering: .sequentiallyConsistent)
     }
     gate.open(42)  // release the producer either way
@@ -331,7 +331,7 @@ struct DirectIterationAttackTests {
     continuation3.yield(1)
     let waiting = Collector()
     let cancelled = Task { await waiting.collectCancelled(stream3) }
-    #expect(await eventually(timeout: .seconds(30)) { await waiting.values == [1] })
+    #expect(await eventually(timeout: .seconds(120)) { await waiting.values == [1] })
     cancelled.cancel()
     let (received, after) = await cancelled.value
     #expect(received == [1])
@@ -429,7 +429,7 @@ struct DirectIterationAttackTests {
       let reader = Task { try await shared.next() }
       let target = Shared(direct)
       #expect(
-        await eventually(timeout: .seconds(30)) {
+        await eventually(timeout: .seconds(120)) {
           Mirror(reflecting: target.value).descendant("pulling") as? Bool == true
         })
       flags.target.withLock { $0 = target }
@@ -450,7 +450,7 @@ struct DirectIterationAttackTests {
         }
       }.start()
       // A net only: cancelled waiters end at once.
-      if !(await eventually(timeout: .seconds(30)) {
+      if !(await eventually(timeout: .seconds(120)) {
         flags.done.load(ordering: .sequentiallyConsistent) == 4
       }) {
         stuck += 1
