@@ -10,7 +10,7 @@
 // printed), then with --busy processes spinning on every core ("loaded").
 //
 //   swift run -c release --package-path Integrations/NIO pipeline-bench \
-//     [--values 1000000] [--rounds 5] [--busy 2] [--phases idle,loaded]
+//     [--values 1000000] [--rounds 5] [--busy 2] [--phases idle,loaded] [--prefetch 64]
 import Foundation
 import Logging
 import NIOCore
@@ -26,6 +26,7 @@ func text(_ name: String) -> String? {
 func option(_ name: String) -> Int? { text(name).flatMap { Int($0) } }
 let count = option("--values") ?? 1_000_000
 let batchBytes = option("--batch-bytes") ?? PipelineServerConfiguration().batchBytes
+let prefetch = option("--prefetch") ?? PipelineServerConfiguration().prefetch
 let sendBufferSize = PipelineServerConfiguration().sendBufferSize ?? 64 * 1024
 let client = RemotePipelineConfiguration()
 /// The server's and the client's event loops: one thread each, as if in processes of their own.
@@ -50,7 +51,9 @@ func seconds(_ duration: Duration) -> Double {
 func sluiceRound() async throws -> Int {
   var logger = Logger(label: "pipeline-bench")
   logger.logLevel = .warning
-  let server = PipelineServer<Int>(configuration: .init(batchBytes: batchBytes), logger: logger) {
+  let server = PipelineServer<Int>(
+    configuration: .init(batchBytes: batchBytes, prefetch: prefetch), logger: logger
+  ) {
     (0..<count).publisher
   }
   let (ports, portContinuation) = AsyncStream<Int>.makeStream()
@@ -106,7 +109,7 @@ func plainServer() async throws -> (Int, Task<Void, any Error>) {
         try await connection.executeThenClose { inbound, outbound in
           var batch = ByteBuffer()
           for value in 0..<count {
-            try WireFrame.write(.value, into: &batch) { try value.encode(into: &$0) }
+            try WireFrame.write(value: value, into: &batch)
             if batch.readableBytes >= batchBytes {
               try await outbound.write(batch)
               batch = ByteBuffer()
@@ -168,7 +171,9 @@ func mixedRound(sluiceServer: Bool) async throws -> Int {
   if sluiceServer {
     var logger = Logger(label: "pipeline-bench")
     logger.logLevel = .warning
-    let server = PipelineServer<Int>(configuration: .init(batchBytes: batchBytes), logger: logger) {
+    let server = PipelineServer<Int>(
+      configuration: .init(batchBytes: batchBytes, prefetch: prefetch), logger: logger
+    ) {
       (0..<count).publisher
     }
     let (ports, portContinuation) = AsyncStream<Int>.makeStream()
@@ -231,7 +236,10 @@ func round(_ path: String) throws -> (seconds: Double, riseKiB: Int, cpu: Double
   let process = Process()
   let pipe = Pipe()
   process.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-  process.arguments = ["--round", path, "--values", "\(count)", "--batch-bytes", "\(batchBytes)"]
+  process.arguments = [
+    "--round", path, "--values", "\(count)", "--batch-bytes", "\(batchBytes)", "--prefetch",
+    "\(prefetch)",
+  ]
   process.standardOutput = pipe
   try process.run()
   let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

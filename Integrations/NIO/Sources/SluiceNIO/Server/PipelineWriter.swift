@@ -89,14 +89,15 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     @usableFromInline var askAgain = false
     /// How many values the writer's own request call asks for next: a call begins with this
     /// many and asks for twice as many (up to `prefetch`) each time its demand is used within
-    /// ``callDeadline``; back to 1 when a call runs out of time. So after a connection's first
-    /// call (`prefetch` values), a call of a source slow per value holds its thread of the pool
-    /// for about the deadline plus a value's time (asked for `prefetch` a call, a source taking
-    /// 500 ms a value held it 8 s a call), and a source that turns fast is back at `prefetch`
-    /// within a few values.
-    @usableFromInline var ramp: Int
+    /// ``callDeadline``; back to 1 when a call runs out of time. A connection's first call asks
+    /// for one value (it goes out at once) and the ramp starts from there, so a call of a
+    /// source slow per value holds its thread of the pool for about the deadline plus a
+    /// value's time, its first call included (asked for `prefetch` a call, a source taking
+    /// 500 ms a value held it 8 s a call), and a fast source reaches `prefetch` within a few
+    /// requests.
+    @usableFromInline var ramp = 1
 
-    @inlinable init(prefetch: Int) { ramp = prefetch }
+    @inlinable init() {}
   }
   /// The thread inside the writer's own `request` call, or 0 (see ``becomeRequester(_:)``).
   @usableFromInline let requester = Atomic<UInt>(0)
@@ -159,7 +160,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     self.logger = logger
     state = Lock(PipelineWriterState(batchBytes: batchBytes))
     signalSide = .allocate(capacity: 1)
-    signalSide.initialize(to: SignalSide(prefetch: configuration.prefetch))
+    signalSide.initialize(to: SignalSide())
   }
 
   deinit {
@@ -197,7 +198,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     let start = filling.writerIndex
     let length: Int
     do {
-      length = try WireFrame.write(.value, into: &filling) { try input.encode(into: &$0) }
+      length = try WireFrame.write(value: input, into: &filling)
     } catch {
       filling.moveWriterIndex(to: start)
       let cancel = fail("encoding a value failed: \(error)")

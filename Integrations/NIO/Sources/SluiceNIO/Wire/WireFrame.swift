@@ -72,6 +72,33 @@ public struct WireFrame: Sendable, Hashable {
     return length
   }
 
+  /// Appends a value frame whose payload is `value`'s encoding (``WireCodable``).
+  ///
+  /// - Returns: the frame's length (tag and payload).
+  @inlinable @inline(__always) @discardableResult
+  public static func write<Value: WireCodable>(value: Value, into buffer: inout ByteBuffer)
+    throws -> Int
+  {
+    let start = buffer.writerIndex
+    buffer.writeMultipleIntegers(UInt32(0), Tag.value.rawValue)  // the length is set below
+    try value.encode(into: &buffer)
+    return try finish(at: start, in: &buffer)
+  }
+
+  /// Sets the length field of the frame that starts at `start` and ends at `buffer`'s writer
+  /// index: the frame's length (tag and payload).
+  @inlinable
+  static func finish(at start: Int, in buffer: inout ByteBuffer) throws -> Int {
+    let length = buffer.writerIndex - start - 4
+    guard let field = UInt32(exactly: length) else {
+      fatalError(
+        "API Violation: WireFrame.write: a payload of \(length - 1) bytes does not fit the "
+          + "4-byte length field")
+    }
+    buffer.setInteger(field, at: start)
+    return length
+  }
+
   /// Appends a frame with `tag` and no payload.
   @inlinable
   public static func write(_ tag: Tag, into buffer: inout ByteBuffer) {
