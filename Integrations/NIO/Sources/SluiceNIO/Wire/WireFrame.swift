@@ -62,14 +62,7 @@ public struct WireFrame: Sendable, Hashable {
     let start = buffer.writerIndex
     buffer.writeMultipleIntegers(UInt32(0), tag.rawValue)  // the length is set below
     try writePayload(&buffer)
-    let length = buffer.writerIndex - start - 4
-    guard let field = UInt32(exactly: length) else {
-      fatalError(
-        "API Violation: WireFrame.write: a payload of \(length - 1) bytes does not fit the "
-          + "4-byte length field")
-    }
-    buffer.setInteger(field, at: start)
-    return length
+    return finish(at: start, in: &buffer)
   }
 
   /// Appends a value frame whose payload is `value`'s encoding (``WireCodable``).
@@ -82,13 +75,13 @@ public struct WireFrame: Sendable, Hashable {
     let start = buffer.writerIndex
     buffer.writeMultipleIntegers(UInt32(0), Tag.value.rawValue)  // the length is set below
     try value.encode(into: &buffer)
-    return try finish(at: start, in: &buffer)
+    return finish(at: start, in: &buffer)
   }
 
   /// Sets the length field of the frame that starts at `start` and ends at `buffer`'s writer
   /// index: the frame's length (tag and payload).
   @inlinable
-  static func finish(at start: Int, in buffer: inout ByteBuffer) throws -> Int {
+  static func finish(at start: Int, in buffer: inout ByteBuffer) -> Int {
     let length = buffer.writerIndex - start - 4
     guard let field = UInt32(exactly: length) else {
       fatalError(
