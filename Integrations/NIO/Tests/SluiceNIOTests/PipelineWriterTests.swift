@@ -66,9 +66,6 @@ struct PipelineWriterTests {
     let script = Script(count: 12, completesOnCancel: completesOnCancel)
     script.writer = writer
     script.afterEight = { channel.embeddedEventLoop.advanceTime(by: .milliseconds(2)) }
-    // A first call asks for one value; this one asks for 16, so that the source goes on inside
-    // it (the test's thread is the only one the script may run on).
-    writer.signalSide.pointee.ramp = 16
     // The first call delivers 0…4, fails at 5 (cancel: ignored, or a completion from inside
     // it, which must not wait for the batch its own thread holds), then 6…11 in the same call,
     // the tick firing after 8 (it must not write 6…8 after the failure).

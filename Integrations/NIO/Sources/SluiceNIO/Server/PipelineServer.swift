@@ -24,7 +24,7 @@ import Synchronization
 ///
 /// **Threads**: the pipeline is made, subscribed to and asked for values in tasks of the
 /// cooperative pool, never on an event loop, each request call producing at most 16 batches
-/// before it yields (a connection's first call, one value); the writes run on the
+/// before it yields (a connection's first call, `prefetch` values); the writes run on the
 /// connection's event loop.
 ///
 /// **Completion**: written as a frame, then the server half-closes the connection and waits for

@@ -89,15 +89,14 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     @usableFromInline var askAgain = false
     /// How many values the writer's own request call asks for next: a call begins with this
     /// many and asks for twice as many (up to `prefetch`) each time its demand is used within
-    /// ``callDeadline``; back to 1 when a call runs out of time. A connection's first call asks
-    /// for one value (it goes out at once) and the ramp starts from there, so a call of a
-    /// source slow per value holds its thread of the pool for about the deadline plus a
-    /// value's time, its first call included (asked for `prefetch` a call, a source taking
-    /// 500 ms a value held it 8 s a call), and a fast source reaches `prefetch` within a few
-    /// requests.
-    @usableFromInline var ramp = 1
+    /// ``callDeadline``; back to 1 when a call runs out of time. So after a connection's first
+    /// call (`prefetch` values), a call of a source slow per value holds its thread of the pool
+    /// for about the deadline plus a value's time (asked for `prefetch` a call, a source taking
+    /// 500 ms a value held it 8 s a call), and a source that turns fast is back at `prefetch`
+    /// within a few values.
+    @usableFromInline var ramp: Int
 
-    @inlinable init() {}
+    @inlinable init(prefetch: Int) { ramp = prefetch }
   }
   /// The thread inside the writer's own `request` call, or 0 (see ``becomeRequester(_:)``).
   @usableFromInline let requester = Atomic<UInt>(0)
@@ -160,7 +159,7 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
     self.logger = logger
     state = Lock(PipelineWriterState(batchBytes: batchBytes))
     signalSide = .allocate(capacity: 1)
-    signalSide.initialize(to: SignalSide())
+    signalSide.initialize(to: SignalSide(prefetch: configuration.prefetch))
   }
 
   deinit {
