@@ -124,16 +124,10 @@ extension Subscribers {
     @inlinable
     public func cancel() { specializedCancel(self) }
 
-    /// Only the call that ends the lifecycle decides who releases `receiveValue`: after a
-    /// completion (which decided and closed the gate) a cancel costs one lock round.
     @inlinable
     func cancelSpecialized() {
-      var ended = false
-      box.cancel(whenLive: {
-        completionHandler = { _ in }
-        ended = true
-      })
-      if ended, decidedReleaseOwner() == 1 { closeGate() }
+      box.cancel(whenLive: { completionHandler = { _ in } })
+      if decidedReleaseOwner() == 1 { closeGate() }
     }
 
     public var description: String { "Sink" }
