@@ -147,29 +147,61 @@ extension PrefetchRampAttackTests {
     }
   }
 
-  /// A hand-written synchronous source that sends more than it is asked for (`extra` more per
-  /// `request`, on the calling thread), ignoring what `receive` returns; `count` values, then
-  /// finished.
+  /// What a hand-written source of `0..<count` emits next, behind its lock: the demand owed
+  /// (with `extra` more per request or returned demand), the next value, and whether it ended.
+  struct Emission {
+    enum Step {
+      case value(Int)
+      case finished
+      /// Nothing owed: the emitting loop stops until the next request.
+      case idle
+      /// Finished or cancelled already.
+      case done
+    }
+    var owed = 0
+    var next = 0
+    var done = false
+
+    mutating func add(_ demand: Subscribers.Demand, extra: Int) {
+      owed = PrefetchRampAttackTests.saturating(owed, demand.max ?? 1 << 40, extra)
+    }
+
+    mutating func step(count: Int) -> Step {
+      if done { return .done }
+      if next == count {
+        done = true
+        return .finished
+      }
+      guard owed > 0 else { return .idle }
+      owed -= 1
+      next += 1
+      return .value(next - 1)
+    }
+  }
+
+  /// A hand-written source that sends more than it is asked for: `extra` more per `request`,
+  /// then `count` values in all, then finished. Synchronous, on the requesting thread, ignoring
+  /// what `receive` returns; or, `fromOwnThread`, from a thread of its own, adding what
+  /// `receive` returns (plus `extra` again).
   struct OverSender: Publisher, Sendable {
     typealias Output = Int
     typealias Failure = Never
     let count: Int
     let extra: Int
+    var fromOwnThread = false
 
     func receive<S: Subscriber>(subscriber: S) where S.Input == Int, S.Failure == Never {
       subscriber.receive(subscription: Inner(downstream: AnySubscriber(subscriber), source: self))
     }
 
     final class Inner: Subscription, @unchecked Sendable {
-      // Safety: `next`, `done` behind `lock`; signals are serial (a request from inside
-      // `receive` only adds to `owed`).
+      // Safety: `emission` and `emitting` behind `lock`; signals are serial (a request from
+      // inside `receive` only adds to what is owed).
       let lock = NSLock()
       let downstream: AnySubscriber<Int, Never>
       let source: OverSender
-      var next = 0
-      var owed = 0
+      var emission = Emission()
       var emitting = false
-      var done = false
       init(downstream: AnySubscriber<Int, Never>, source: OverSender) {
         self.downstream = downstream
         self.source = source
@@ -177,107 +209,37 @@ extension PrefetchRampAttackTests {
 
       func request(_ demand: Subscribers.Demand) {
         let go: Bool = lock.withLock {
-          owed = PrefetchRampAttackTests.saturating(owed, demand.max ?? 1 << 40, source.extra)
-          if emitting || done { return false }
+          emission.add(demand, extra: source.extra)
+          if emitting || emission.done { return false }
           emitting = true
           return true
         }
         guard go else { return }
+        if source.fromOwnThread { Thread.detachNewThread { self.emit() } } else { emit() }
+      }
+
+      func emit() {
         while true {
-          let value: Int? = lock.withLock {
-            if done { return nil }
-            if next == source.count {
-              done = true
-              return -1
-            }
-            guard owed > 0 else {
-              emitting = false
-              return nil
-            }
-            owed -= 1
-            next += 1
-            return next - 1
+          let step = lock.withLock {
+            let step = emission.step(count: source.count)
+            if case .idle = step { emitting = false }
+            return step
           }
-          guard let value else { return }
-          if value == -1 {
+          switch step {
+          case .value(let value):
+            let more = downstream.receive(value)
+            if source.fromOwnThread, more > 0 {
+              lock.withLock { emission.add(more, extra: source.extra) }
+            }
+          case .finished:
             downstream.receive(completion: .finished)
             return
-          }
-          _ = downstream.receive(value)
-        }
-      }
-
-      func cancel() { lock.withLock { done = true } }
-    }
-  }
-
-  /// A hand-written asynchronous source that sends, from a thread of its own, what it is asked
-  /// for plus `extra` more per `request`, and adds what `receive` returns (plus `extra` again).
-  struct AsyncOverSender: Publisher, Sendable {
-    typealias Output = Int
-    typealias Failure = Never
-    let count: Int
-    let extra: Int
-
-    func receive<S: Subscriber>(subscriber: S) where S.Input == Int, S.Failure == Never {
-      subscriber.receive(subscription: Inner(downstream: AnySubscriber(subscriber), source: self))
-    }
-
-    final class Inner: Subscription, @unchecked Sendable {
-      // Safety: `owed`, `next`, `running`, `done` behind `lock`.
-      let lock = NSLock()
-      let downstream: AnySubscriber<Int, Never>
-      let source: AsyncOverSender
-      var owed = 0
-      var next = 0
-      var running = false
-      var done = false
-      init(downstream: AnySubscriber<Int, Never>, source: AsyncOverSender) {
-        self.downstream = downstream
-        self.source = source
-      }
-
-      func request(_ demand: Subscribers.Demand) {
-        let start: Bool = lock.withLock {
-          owed = PrefetchRampAttackTests.saturating(owed, demand.max ?? 1 << 40, source.extra)
-          if running || done { return false }
-          running = true
-          return true
-        }
-        if start { Thread.detachNewThread { self.run() } }
-      }
-
-      func run() {
-        while true {
-          let value: Int? = lock.withLock {
-            if done { return nil }
-            if next == source.count {
-              done = true
-              return -1
-            }
-            guard owed > 0 else {
-              running = false
-              return nil
-            }
-            owed -= 1
-            next += 1
-            return next - 1
-          }
-          guard let value else { return }
-          if value == -1 {
-            downstream.receive(completion: .finished)
-            return
-          }
-          let more = downstream.receive(value)
-          if more > 0 {
-            lock.withLock {
-              owed = PrefetchRampAttackTests.saturating(owed, more.max ?? 1 << 40, source.extra)
-            }
+          case .idle, .done: return
           }
         }
       }
 
-      func cancel() { lock.withLock { done = true } }
+      func cancel() { lock.withLock { emission.done = true } }
     }
   }
 
@@ -315,15 +277,20 @@ extension PrefetchRampAttackTests {
       (0..<Int.max).publisher.eraseToAnyPublisher()
     }
     let busyClients = busy ? (0..<2).map { _ in Self.client(busyPort, as: Int.self).1 } : []
-    /// The ticker's next value when the feed was subscribed to (the connections are served
-    /// one after the other).
+    /// The ticker's next value when the feed was first asked for values (the connections are
+    /// served one after the other, each waiting for 301 values).
     let subscribedAt = Atomic<Int>(-1)
     var report: [String] = []
     var lost = 0
     for shape in ["prepend", "append", "current"] {
       let (port, task) = await Self.start(Self.configuration(prefetch: prefetch)) {
         () -> AnyPublisher<Int, Never> in
-        let feed = ticker.events.handleEvents(receiveSubscription: { _ in
+        // From this connection's first request to the feed: a value sent between its
+        // subscription and that request meets no demand and is dropped, by Combine's rules,
+        // whatever the server does (and a loaded machine can stretch that moment).
+        let asked = Atomic<Bool>(false)
+        let feed = ticker.events.handleEvents(receiveRequest: { _ in
+          guard !asked.exchange(true, ordering: .acquiringAndReleasing) else { return }
           subscribedAt.store(ticker.sent.load(ordering: .acquiring), ordering: .releasing)
         })
         switch shape {
@@ -343,11 +310,10 @@ extension PrefetchRampAttackTests {
           continue
         }
         let feed = shape == "current" ? Array(values[0...300]) : Array(values[1...300])
-        // Only what the first call costs: for a feed, the values it sent once subscribed to
-        // before the first that arrived (the ticker may have been inside one send, and one
-        // sent between the subscription and its first request meets no demand, by Combine's
-        // rules: two values of slack); for the current-value subject, those between its first
-        // two values. (A gap
+        // Only what the first call costs: for a feed, the values it sent once first asked for
+        // values before the first that arrived (the ticker may have been inside one send, and
+        // the request may still have been on its way to the subject: two values of slack); for
+        // the current-value subject, those between its first two values. (A gap
         // later is a stall's: the client fell behind, and a subject drops what it cannot send.)
         let dropped =
           shape == "current"
@@ -419,7 +385,7 @@ extension PrefetchRampAttackTests {
       ),
       (
         "sends 1 more than asked from its own thread", nil,
-        { AsyncOverSender(count: count, extra: 1).eraseToAnyPublisher() }
+        { OverSender(count: count, extra: 1, fromOwnThread: true).eraseToAnyPublisher() }
       ),
     ]
   }
