@@ -53,6 +53,9 @@ public struct WireFrame: Sendable, Hashable {
 
   /// Appends a frame with `tag` to `buffer`, its payload written by `writePayload`.
   ///
+  /// If `writePayload` throws, what it and this function wrote stays in `buffer` (a header
+  /// whose length field is 0): move the writer index back to where it was before writing on.
+  ///
   /// - Returns: the frame's length (tag and payload).
   @inlinable @discardableResult
   public static func write(
@@ -66,6 +69,9 @@ public struct WireFrame: Sendable, Hashable {
   }
 
   /// Appends a value frame whose payload is `value`'s encoding (``WireCodable``).
+  ///
+  /// If the encoding throws, what was written stays in `buffer`, as with
+  /// ``write(_:into:payload:)``: move the writer index back before writing on.
   ///
   /// - Returns: the frame's length (tag and payload).
   @inlinable @inline(__always) @discardableResult
