@@ -39,6 +39,15 @@ struct SubscriberLifecycle<Payload> {
     return true
   }
 
+  /// Like ``receivedSubscription(_:)`` for a publisher that delivers at once and has no
+  /// subscription object to give (a single value to a sink): `true` if the subscriber was
+  /// awaiting its subscription, and is now subscribed with no upstream to cancel.
+  @inlinable mutating func receivedImmediateDelivery() -> Bool {
+    guard phase == .awaitingSubscription else { return false }
+    phase = .subscribed
+    return true
+  }
+
   /// The payload to handle a value with, or `nil` when a value is not expected now
   /// (`beforeSubscription`: a value before the subscription is handled too, as some of
   /// Combine's subscribers do).
@@ -100,6 +109,13 @@ struct LifecycleBox<Payload>: ~Copyable {
     }
     subscription.cancel()
     return false
+  }
+
+  /// Accepts a delivery without a subscription object (see
+  /// ``SubscriberLifecycle/receivedImmediateDelivery()``): whether the subscriber was awaiting
+  /// its subscription.
+  @inlinable func acceptImmediateDelivery() -> Bool {
+    lifecycle.withLock { $0.receivedImmediateDelivery() }
   }
 
   /// The payload to handle a value with, while subscribed (and before, when

@@ -9,7 +9,10 @@
 /// subscriber as an ``AnySubscriber`` (a type it knows when it is erased), so its subscription
 /// is built in code specialised where `eraseToAnyPublisher()` was called; the subscriber behind
 /// it is reached by one indirect call per value, specialised where `sink` (or any subscriber)
-/// was attached. Calling the wrapped publisher's `receive(subscriber:)` through an existential
+/// was attached. A `sink` — the usual end of an erased pipeline — is passed as itself, to the
+/// wrapped publisher's `receive(subscriber:)` specialised for `Subscribers.Sink` where it was
+/// erased: no `AnySubscriber` box, and the pipeline's subscriptions call the sink directly, as
+/// they do unerased. Calling the wrapped publisher's `receive(subscriber:)` through an existential
 /// instead would build its subscription in unspecialised code, paying runtime generic metadata
 /// lookups on every value (20–30× the cost of the value, measured in `Benchmarks/Shapes`).
 public struct AnyPublisher<Output, Failure: Error>: Publisher, CustomStringConvertible,
@@ -32,7 +35,11 @@ public struct AnyPublisher<Output, Failure: Error>: Publisher, CustomStringConve
   @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where Output == S.Input, Failure == S.Failure {
-    box.subscribe(box, AnySubscriber(subscriber))
+    if let sink = Subscribers.Sink<Output, Failure>.sink(of: subscriber) {
+      box.subscribeSink(box, sink)
+    } else {
+      box.subscribe(box, AnySubscriber(subscriber))
+    }
   }
 
   /// The wrapped publisher (for checks that look through erasure; not on a per-value path).
@@ -54,10 +61,16 @@ class AnyPublisherBox<Output, Failure: Error>: @unchecked Sendable {
   // every publisher allows from any thread.
   /// ``PublisherBox/publisher``'s `receive(subscriber:)`, for this box (passed in).
   @usableFromInline let subscribe: (AnyPublisherBox, AnySubscriber<Output, Failure>) -> Void
+  /// The same for a sink, specialised for `Subscribers.Sink`.
+  @usableFromInline let subscribeSink: (AnyPublisherBox, Subscribers.Sink<Output, Failure>) -> Void
 
   @inlinable
-  init(subscribe: @escaping (AnyPublisherBox, AnySubscriber<Output, Failure>) -> Void) {
+  init(
+    subscribe: @escaping (AnyPublisherBox, AnySubscriber<Output, Failure>) -> Void,
+    subscribeSink: @escaping (AnyPublisherBox, Subscribers.Sink<Output, Failure>) -> Void
+  ) {
     self.subscribe = subscribe
+    self.subscribeSink = subscribeSink
   }
 
   /// The wrapped publisher, as an existential (cold paths only).
@@ -77,9 +90,13 @@ final class PublisherBox<Wrapped: Publisher>: AnyPublisherBox<Wrapped.Output, Wr
   init(_ publisher: Wrapped) {
     self.publisher = publisher
     // Non-capturing, so made without a context here, where `Wrapped` is known.
-    super.init(subscribe: { box, subscriber in
-      unsafeDowncast(box, to: PublisherBox.self).publisher.receive(subscriber: subscriber)
-    })
+    super.init(
+      subscribe: { box, subscriber in
+        unsafeDowncast(box, to: PublisherBox.self).publisher.receive(subscriber: subscriber)
+      },
+      subscribeSink: { box, sink in
+        unsafeDowncast(box, to: PublisherBox.self).publisher.receive(subscriber: sink)
+      })
   }
 
   @usableFromInline override var base: any Publisher<Wrapped.Output, Wrapped.Failure> {

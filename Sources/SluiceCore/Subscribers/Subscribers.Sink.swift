@@ -71,6 +71,21 @@ extension Subscribers {
       subscription.request(.unlimited)
     }
 
+    /// `value`, then `.finished`, from a publisher of one value (`Just`, `Optional.Publisher`,
+    /// `Result.Publisher`): what the sink receives through the subscription such a publisher
+    /// would give it, without the subscription — the sink would accept it, ask for
+    /// `.unlimited`, and be sent the value and the completion at once. Nothing when the sink
+    /// already has a subscription or is done: it would cancel that one before its request. A
+    /// cancel meanwhile (another thread holding the sink, or `receiveValue` itself) suppresses
+    /// the completion, as it does through the subscription.
+    @inlinable
+    func receiveSingleValue(_ value: Input) {
+      guard box.acceptImmediateDelivery() else { return }
+      gate.open()
+      _ = receive(value)
+      receive(completion: .finished)
+    }
+
     /// The release owner, deciding for the sink's gate if nobody has yet.
     @inlinable func decidedReleaseOwner() -> UInt {
       let (exchanged, original) = releaseOwner.compareExchange(
