@@ -9,7 +9,8 @@
 /// subscriber as an ``AnySubscriber`` (a type it knows when it is erased), so its subscription
 /// is built in code specialised where `eraseToAnyPublisher()` was called; the subscriber behind
 /// it is reached by one indirect call per value, specialised where `sink` (or any subscriber)
-/// was attached. A `sink` — the usual end of an erased pipeline — is passed as itself, to the
+/// was attached. A `sink` — the usual end of an erased pipeline — is passed as itself (as Combine
+/// passes every subscriber; an `AnySubscriber` the caller made stays one), to the
 /// wrapped publisher's `receive(subscriber:)` specialised for `Subscribers.Sink` where it was
 /// erased: no `AnySubscriber` box, and the pipeline's subscriptions call the sink directly, as
 /// they do unerased. Calling the wrapped publisher's `receive(subscriber:)` through an existential
@@ -35,8 +36,11 @@ public struct AnyPublisher<Output, Failure: Error>: Publisher, CustomStringConve
   @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where Output == S.Input, Failure == S.Failure {
-    if let sink = Subscribers.Sink<Output, Failure>.sink(of: subscriber) {
-      box.subscribeSink(box, sink)
+    // A sink itself only (decided where `S` is known): an `AnySubscriber` the caller made
+    // stays what the wrapped publisher sees, as it would unerased.
+    if S.self == Subscribers.Sink<Output, Failure>.self {
+      typealias Sink = Subscribers.Sink<Output, Failure>
+      box.subscribeSink(box, Sink.reinterpret(subscriber, as: Sink.self))
     } else {
       box.subscribe(box, AnySubscriber(subscriber))
     }
