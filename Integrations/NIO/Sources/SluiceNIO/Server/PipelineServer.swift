@@ -17,8 +17,8 @@ import Synchronization
 /// busy socket stop the demand until a write completes. So a client that stops reading stops its
 /// pipeline once the kernel's send buffer, the write in flight and the waiting frames are full.
 /// **In flight** per connection, at most: the write in flight and the frames waiting behind it
-/// (each under three batches plus one frame), the batch being filled, and `prefetch` − 1 values
-/// already demanded, in buffers that can grow to twice their contents — under 256 KiB with the
+/// (each under three batches plus one frame, and up to `prefetch` values demanded before the
+/// demand stopped), and the batch being filled, in buffers that can grow to twice their contents — under 256 KiB with the
 /// defaults and short values — plus the kernel's send buffer (twice `sendBufferSize` on Linux,
 /// kernel memory). The package README gives what a connection costs in all, measured.
 ///

@@ -23,7 +23,8 @@ public import Synchronization
 ///
 /// **Demand**: `prefetch` values at a time (what is owed: ``demanded`` minus ``received``);
 /// when it runs out the state machine decides, under the lock, whether to ask for more (see
-/// ``PipelineWriterState``) — so at most `prefetch` − 1 values arrive after a stall. Inside the
+/// ``PipelineWriterState``) — so at most `prefetch` − 1 values arrive after a stall, and nothing
+/// is asked while it lasts (checked under the lock as a request call asks). Inside the
 /// writer's own request calls it asks for fewer while a synchronous source is slow per value
 /// (``SignalSide/ramp``), so that a call yields its thread soon. Inside its own request call the
 /// writer never returns demand from `receive`: the call asks again once the source returns from
@@ -400,8 +401,15 @@ final class PipelineWriter<Value: WireCodable, Failure: Error>: Subscriber, Pipe
   private func askAsRequester(_ subscription: any Subscription, thread: UInt) -> Bool {
     while true {
       signalSide.pointee.askAgain = false
-      let missing = reserveDemand(
-        upTo: signalSide.pointee.ramp, received: received.load(ordering: .relaxed))
+      // Nothing while the pipeline is stalled (the write that lifts the stall schedules a call
+      // that asks): decided under the lock, with the reservation, so that a value stalling it
+      // from another thread meanwhile lets no ask through, and a stalled connection is owed at
+      // most `prefetch` values (a call scheduled by an earlier lift, running late, would
+      // otherwise top the demand up behind the stall, once per call).
+      let ramp = signalSide.pointee.ramp
+      let missing = state.withLock { state in
+        state.stalled ? 0 : reserveDemand(upTo: ramp, received: received.load(ordering: .relaxed))
+      }
       if missing > 0 { subscription.request(.max(missing)) }
       if signalSide.pointee.yielded {
         // A new call is scheduled (``PipelineWriterState/requestReturned(_:yielded:)``); a

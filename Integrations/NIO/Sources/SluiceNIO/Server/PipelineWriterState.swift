@@ -13,8 +13,9 @@ import Sluice
 /// A full batch with the socket idle is flushed at once, and the pipeline fills the next one
 /// meanwhile. One write is in flight at a time, however slowly the client reads, so a
 /// connection holds the write in flight and the pending frames (each under three batches plus
-/// one frame: frames join `pending` at most a batch and a frame at a time) and the writer's
-/// `filling` batch.
+/// one frame — frames join `pending` at most a batch and a frame at a time — plus the values
+/// owed when the demand stopped, at most `prefetch`: the writer asks nothing while ``stalled``)
+/// and the writer's `filling` batch.
 ///
 /// **Batches**: a value sent during one of the writer's own `request` calls (a synchronous
 /// source emits all it can inside it) waits for a full batch, for that call to return, or for
