@@ -11,6 +11,7 @@
 /// | event | awaiting | subscribed | terminal |
 /// |---|---|---|---|
 /// | `receivedSubscription(s)` | subscribed, request from `s` | same, cancel `s` | same, cancel `s` |
+/// | `receivedImmediateDelivery` | subscribed (no upstream), deliver | same, refuse | same, refuse |
 /// | `receivedValue` | same, ignore (or deliver, when asked to) | same, deliver with payload | same, ignore |
 /// | `receivedCompletion` | terminal, complete with payload | terminal, complete | same, ignore |
 /// | `cancelled` | terminal | terminal, cancel upstream | same, nothing |

@@ -5,7 +5,9 @@ extension Subscribers {
   /// Combine.
   ///
   /// **Demand**: `.unlimited`, once, when it receives its subscription; a second subscription is
-  /// cancelled. **Ordering**: closures run on the publisher's thread, in the order signals
+  /// cancelled. (`Just`, `Optional.Publisher` and `Result.Publisher` send a sink their value and
+  /// completion without a subscription object, as if it had asked: the same signals, one
+  /// allocation less.) **Ordering**: closures run on the publisher's thread, in the order signals
   /// arrive. **Cancellation**: `cancel()` cancels the upstream and releases both closures; so does
   /// completion. A `Sink` does not cancel when deinitialised; the `AnyCancellable` from
   /// `sink(receiveCompletion:receiveValue:)` does.
