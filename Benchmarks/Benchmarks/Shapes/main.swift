@@ -447,6 +447,103 @@ for erased in [false, true] {
     ])
 }
 
+// A function returning a fulfilled `Future` (an app's cached or computed result), subscribed once
+// per call: the future made, subscribed by a sink, the value delivered, the cancellable dropped.
+for erased in [false, true] {
+  let erasure = erased ? ".eraseToAnyPublisher()" : ""
+  let name = "Future { $0(.success(v)) }\(erasure).sink (subscribe each)"
+  let count = values / 10
+  shape(
+    name, unit: "subscription",
+    [
+      (
+        "Sluice",
+        {
+          let tally = Tally()
+          let t = time {
+            for v in 0..<count {
+              let future = Sluice.Future<Int, Never> { $0(.success(v)) }
+              if erased {
+                _ = future.eraseToAnyPublisher().sink { consume(tally, $0) }
+              } else {
+                _ = future.sink { consume(tally, $0) }
+              }
+            }
+          }
+          check(tally.count, count, name)
+          return t / Double(count)
+        }
+      ),
+      (
+        "OpenCombine",
+        {
+          let tally = Tally()
+          let t = time {
+            for v in 0..<count {
+              let future = OpenCombine.Future<Int, Never> { $0(.success(v)) }
+              if erased {
+                _ = future.eraseToAnyPublisher().sink { consume(tally, $0) }
+              } else {
+                _ = future.sink { consume(tally, $0) }
+              }
+            }
+          }
+          check(tally.count, count, name)
+          return t / Double(count)
+        }
+      ),
+    ])
+}
+
+// The same future fulfilled after the sink subscribed (a result that arrives later): the
+// subscription waits for it, then delivers.
+do {
+  let name = "Future, fulfilled after .sink (subscribe each)"
+  let count = values / 10
+  /// The promise the future's closure was given, called after the subscription.
+  final class Promised<P>: @unchecked Sendable {
+    var promise: P?
+  }
+  shape(
+    name, unit: "subscription",
+    [
+      (
+        "Sluice",
+        {
+          let tally = Tally()
+          let t = time {
+            for v in 0..<count {
+              let promised = Promised<Sluice.Future<Int, Never>.Promise>()
+              let future = Sluice.Future<Int, Never> { promised.promise = $0 }
+              let cancellable = future.sink { consume(tally, $0) }
+              promised.promise?(.success(v))
+              _ = cancellable
+            }
+          }
+          check(tally.count, count, name)
+          return t / Double(count)
+        }
+      ),
+      (
+        "OpenCombine",
+        {
+          let tally = Tally()
+          let t = time {
+            for v in 0..<count {
+              let promised = Promised<OpenCombine.Future<Int, Never>.Promise>()
+              let future = OpenCombine.Future<Int, Never> { promised.promise = $0 }
+              let cancellable = future.sink { consume(tally, $0) }
+              promised.promise?(.success(v))
+              _ = cancellable
+            }
+          }
+          check(tally.count, count, name)
+          return t / Double(count)
+        }
+      ),
+    ])
+}
+
 // The shape an app has for short-lived subscriptions: a chain on a subject, its cancellable kept
 // in a set, the set cleared later (subscribe, attach, detach, release: no value sent).
 do {

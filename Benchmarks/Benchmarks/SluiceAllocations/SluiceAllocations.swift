@@ -143,6 +143,18 @@ let benchmarks: @Sendable () -> Void = {
       }
       check(tally.count, values / 10, "Just")
     }
+    allocations("Future\(suffix).sink.\(values / 10)-subscriptions") {
+      let tally = Tally()
+      for value in 0..<values / 10 {
+        let future = Future<Int, Never> { $0(.success(value)) }
+        if erased {
+          _ = future.eraseToAnyPublisher().sink { consume(tally, $0) }
+        } else {
+          _ = future.sink { consume(tally, $0) }
+        }
+      }
+      check(tally.count, values / 10, "Future")
+    }
   }
   allocations("multicast.2-sinks.connected") {
     let subject = PassthroughSubject<Int, Never>()

@@ -12,6 +12,10 @@
 /// **Cancellation**: a cancelled subscriber is released at once and receives nothing.
 /// The promise may be called from any thread.
 ///
+/// **Cost.** Subscribing is specialised where it is called (no runtime generic metadata lookups
+/// on the way), and a `sink` subscribing to a future already fulfilled gets the result without a
+/// subscription object, as from `Just` (see `Subscribers.Sink`): the same signals.
+///
 /// ```swift
 /// let answer = Future<Int, Never> { promise in promise(.success(42)) }
 /// _ = answer.sink { print($0) }   // prints "42"
@@ -22,20 +26,31 @@ public final class Future<Output, Failure: Error>: Publisher, @unchecked Sendabl
   /// The closure type a future passes to its producer. It may be called from any thread.
   public typealias Promise = @Sendable (Result<Output, Failure>) -> Void
 
-  private struct State {
-    var result: Result<Output, Failure>?
-    var waiting: [any FutureWaiter<Output, Failure>] = []
+  @usableFromInline struct State {
+    @usableFromInline var result: Result<Output, Failure>?
+    /// The subscriptions made before the result, to deliver it to.
+    @usableFromInline var waiting: [FutureWaiter<Output, Failure>] = []
+
+    @inlinable init() {}
   }
 
-  private let state = Lock(State())
+  @usableFromInline let state = Lock(State())
 
   /// Creates a future that calls `attemptToFulfill` at once with its promise.
+  @inlinable
   public init(_ attemptToFulfill: @escaping (@escaping Promise) -> Void) {
     attemptToFulfill { [weak self] result in self?.fulfil(result) }
   }
 
+  @inlinable
   public func receive<S: Subscriber>(subscriber: S)
   where Output == S.Input, Failure == S.Failure {
+    if let sink = Subscribers.Sink<Output, Failure>.sink(of: subscriber),
+      let result = state.withLock({ $0.result })
+    {
+      sink.receiveImmediately(result)
+      return
+    }
     let subscription = FutureSubscription(future: self, downstream: subscriber)
     let result = state.withLock { state -> Result<Output, Failure>? in
       if state.result == nil { state.waiting.append(subscription) }
@@ -45,18 +60,20 @@ public final class Future<Output, Failure: Error>: Publisher, @unchecked Sendabl
     subscription.subscribed(result)
   }
 
-  private func fulfil(_ result: Result<Output, Failure>) {
-    let waiting = state.withLock { state -> [any FutureWaiter<Output, Failure>] in
+  @inlinable
+  func fulfil(_ result: Result<Output, Failure>) {
+    let waiting = state.withLock { state -> [FutureWaiter<Output, Failure>] in
       guard state.result == nil else { return [] }
       state.result = result
       defer { state.waiting = [] }
       return state.waiting
     }
-    for waiter in waiting { waiter.fulfilled(with: result) }
+    for waiter in waiting { waiter.fulfilled(waiter, result) }
   }
 
-  fileprivate func forget(_ waiter: AnyObject) {
-    let removed = state.withLock { state -> (any FutureWaiter<Output, Failure>)? in
+  @usableFromInline
+  func forget(_ waiter: AnyObject) {
+    let removed = state.withLock { state -> FutureWaiter<Output, Failure>? in
       guard let index = state.waiting.firstIndex(where: { $0 === waiter }) else { return nil }
       return state.waiting.remove(at: index)
     }
@@ -64,10 +81,19 @@ public final class Future<Output, Failure: Error>: Publisher, @unchecked Sendabl
   }
 }
 
-private protocol FutureWaiter<Output, Failure>: AnyObject {
-  associatedtype Output
-  associatedtype Failure: Error
-  func fulfilled(with result: Result<Output, Failure>)
+/// A subscription waiting for its future's result, whatever its subscriber's type: the function
+/// that takes the result is made where the subscription was, in code specialised for its type
+/// (the pattern of ``AnyConduit``). ``FutureSubscription`` is the only subclass.
+@usableFromInline
+class FutureWaiter<Output, Failure: Error>: @unchecked Sendable {
+  // Safety: immutable.
+  /// ``FutureSubscription/fulfilled(with:)`` for this subscription (passed in).
+  @usableFromInline let fulfilled: (FutureWaiter, Result<Output, Failure>) -> Void
+
+  @inlinable
+  init(fulfilled: @escaping (FutureWaiter, Result<Output, Failure>) -> Void) {
+    self.fulfilled = fulfilled
+  }
 }
 
 /// States: `subscribing` (until the subscriber's `receive(subscription:)` returns: a promise
@@ -75,27 +101,38 @@ private protocol FutureWaiter<Output, Failure>: AnyObject {
 /// both a result and (for a success) demand are there → `terminal` after the completion, or on
 /// cancel. Exactly one thread performs the delivery, never during `receive(subscription:)`; a
 /// `cancel()` while it delivers the value suppresses the completion.
-private final class FutureSubscription<Downstream: Subscriber>: Subscription, FutureWaiter,
-  CustomStringConvertible, CustomReflectable, CustomPlaygroundDisplayConvertible,
-  @unchecked Sendable
+///
+/// `request` and `cancel` reach code specialised where the subscription was made through stored
+/// functions (a subscriber calls them through `any Subscription`, whose generic witnesses only
+/// forward), as ``SingleValueSubscription`` does.
+@usableFromInline
+final class FutureSubscription<Downstream: Subscriber>:
+  FutureWaiter<Downstream.Input, Downstream.Failure>, Subscription, CustomStringConvertible,
+  CustomReflectable, CustomPlaygroundDisplayConvertible, @unchecked Sendable
 {
   // Safety: all mutable state is in `state`'s lock; the subscriber is called after unlocking.
-  typealias Output = Downstream.Input
-  typealias Failure = Downstream.Failure
+  @usableFromInline typealias Output = Downstream.Input
+  @usableFromInline typealias Failure = Downstream.Failure
 
-  private struct State {
+  @usableFromInline struct State {
     /// `nil` once terminal (completed or cancelled).
-    var downstream: Downstream?
-    var future: Future<Output, Failure>?
-    var hasDemand = false
-    var result: Result<Output, Failure>?
+    @usableFromInline var downstream: Downstream?
+    @usableFromInline var future: Future<Output, Failure>?
+    @usableFromInline var hasDemand = false
+    @usableFromInline var result: Result<Output, Failure>?
     /// The subscriber's `receive(subscription:)` has returned: deliveries may start.
-    var subscribed = false
+    @usableFromInline var subscribed = false
     /// A thread is delivering the value; the completion follows unless cancelled meanwhile.
-    var delivering = false
+    @usableFromInline var delivering = false
+
+    @inlinable init(downstream: Downstream, future: Future<Output, Failure>) {
+      self.downstream = downstream
+      self.future = future
+    }
 
     /// The delivery to perform once a result and (for a success) demand are both present.
     /// The future and the downstream stay until the delivery is over (the mirror shows them).
+    @inlinable
     mutating func takeDelivery() -> (Downstream, Result<Output, Failure>)? {
       guard subscribed, !delivering, let downstream, let result else { return nil }
       if case .success = result, !hasDemand { return nil }
@@ -103,7 +140,8 @@ private final class FutureSubscription<Downstream: Subscriber>: Subscription, Fu
       return (downstream, result)
     }
 
-    /// The delivery is over: what to release.
+    /// The delivery is over, or the subscription cancelled: what to release.
+    @inlinable
     mutating func ended() -> (Downstream?, Future<Output, Failure>?) {
       defer {
         downstream = nil
@@ -113,14 +151,26 @@ private final class FutureSubscription<Downstream: Subscriber>: Subscription, Fu
     }
   }
 
-  private let state: Lock<State>
+  @usableFromInline let state: Lock<State>
+  /// ``requestSpecialized(_:)`` and ``cancelSpecialized()`` as compiled where this
+  /// subscription was made.
+  @usableFromInline let specializedRequest: (FutureSubscription, Subscribers.Demand) -> Void
+  @usableFromInline let specializedCancel: (FutureSubscription) -> Void
 
+  @inlinable
   init(future: Future<Output, Failure>, downstream: Downstream) {
     state = Lock(State(downstream: downstream, future: future))
+    // Non-capturing, so made without a context here, where the types are known.
+    specializedRequest = { $0.requestSpecialized($1) }
+    specializedCancel = { $0.cancelSpecialized() }
+    super.init(fulfilled: {
+      unsafeDowncast($0, to: FutureSubscription.self).fulfilled(with: $1)
+    })
   }
 
   /// The subscriber's `receive(subscription:)` returned; `result`: the future's, if it was
   /// fulfilled before this subscription was made.
+  @inlinable
   func subscribed(_ result: Result<Output, Failure>?) {
     deliver(
       state.withLock { state in
@@ -130,6 +180,7 @@ private final class FutureSubscription<Downstream: Subscriber>: Subscription, Fu
       })
   }
 
+  @inlinable
   func fulfilled(with result: Result<Output, Failure>) {
     deliver(
       state.withLock { state in
@@ -138,7 +189,11 @@ private final class FutureSubscription<Downstream: Subscriber>: Subscription, Fu
       })
   }
 
-  func request(_ demand: Subscribers.Demand) {
+  @inlinable
+  func request(_ demand: Subscribers.Demand) { specializedRequest(self, demand) }
+
+  @inlinable
+  func requestSpecialized(_ demand: Subscribers.Demand) {
     demand.assertNonZero(for: "Future")
     deliver(
       state.withLock { state in
@@ -147,18 +202,17 @@ private final class FutureSubscription<Downstream: Subscriber>: Subscription, Fu
       })
   }
 
-  func cancel() {
-    let released = state.withLock { state in
-      defer {
-        state.downstream = nil
-        state.future = nil
-      }
-      return (state.downstream, state.future)
-    }
+  @inlinable
+  func cancel() { specializedCancel(self) }
+
+  @inlinable
+  func cancelSpecialized() {
+    let released = state.withLock { $0.ended() }
     released.1?.forget(self)
   }
 
-  private func deliver(_ delivery: (Downstream, Result<Output, Failure>)?) {
+  @inlinable
+  func deliver(_ delivery: (Downstream, Result<Output, Failure>)?) {
     guard let (downstream, result) = delivery else { return }
     switch result {
     case .success(let value):
@@ -171,9 +225,9 @@ private final class FutureSubscription<Downstream: Subscriber>: Subscription, Fu
     withExtendedLifetime(state.withLock { $0.ended() }) {}
   }
 
-  var description: String { "Future" }
+  @usableFromInline var description: String { "Future" }
   /// Combine's children; `parent`, `downstream` and `subject` read nil once it has ended.
-  var customMirror: Mirror {
+  @usableFromInline var customMirror: Mirror {
     let (future, downstream, hasDemand) = state.withLock {
       ($0.future, $0.downstream, $0.hasDemand)
     }
@@ -184,5 +238,5 @@ private final class FutureSubscription<Downstream: Subscriber>: Subscription, Fu
         ("hasAnyDemand", hasDemand), ("subject", future as Any),
       ])
   }
-  var playgroundDescription: Any { description }
+  @usableFromInline var playgroundDescription: Any { description }
 }

@@ -83,9 +83,22 @@ extension Subscribers {
     @inlinable
     func receiveSingleValue(_ value: Input) {
       guard box.acceptImmediateDelivery() else { return }
-      gate.open()
-      _ = receive(value)
+      _ = receive(value)  // (the gate is open from the start)
       receive(completion: .finished)
+    }
+
+    /// `result` as a publisher of one result delivers it through a subscription the sink would
+    /// accept (a fulfilled `Future`): a success as ``receiveSingleValue(_:)`` does; a failure,
+    /// which needs no demand, as that publisher's only signal.
+    @inlinable
+    func receiveImmediately(_ result: Result<Input, Failure>) {
+      switch result {
+      case .success(let value):
+        receiveSingleValue(value)
+      case .failure(let error):
+        guard box.acceptImmediateDelivery() else { return }
+        receive(completion: .failure(error))
+      }
     }
 
     /// The release owner, deciding for the sink's gate if nobody has yet.

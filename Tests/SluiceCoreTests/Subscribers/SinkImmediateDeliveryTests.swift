@@ -148,4 +148,56 @@ struct SinkImmediateDeliveryTests {
     [1, 2].publisher.eraseToAnyPublisher().subscribe(recorder)
     #expect(recorder.values == [1, 2] && recorder.completion == .finished)
   }
+
+  @Test("a fulfilled Future: a sink gets the success and .finished, or the failure alone")
+  func aFulfilledFutureIntoASink() {
+    typealias Answer = Future<Int, TestError>
+    let succeeded = Answer { $0(.success(4)) }
+    let failed = Answer { $0(.failure(TestError())) }
+    for (name, publisher, expected) in [
+      ("success", succeeded.eraseToAnyPublisher(), ["4", "finished"]),
+      ("failure", failed.eraseToAnyPublisher(), ["failure(\(TestError()))"]),
+    ] {
+      for attach in 0..<3 {
+        let events = Box<[String]>([])
+        let sink = Subscribers.Sink<Int, TestError>(
+          receiveCompletion: { completion in events.update { $0?.append("\(completion)") } },
+          receiveValue: { value in events.update { $0?.append("\(value)") } })
+        switch attach {
+        case 0: publisher.subscribe(sink)
+        case 1: (name == "success" ? succeeded : failed).subscribe(sink)
+        default: (name == "success" ? succeeded : failed).subscribe(AnySubscriber(sink))
+        }
+        #expect(events.value == expected, "\(name), attached \(attach)")
+        // Once done, a second delivery is refused, as a second subscription would be.
+        (name == "success" ? succeeded : failed).subscribe(sink)
+        #expect(events.value == expected, "\(name), attached \(attach), again")
+      }
+    }
+  }
+
+  @Test("a Future fulfilled later still reaches a sink through its subscription, once")
+  func aFutureFulfilledLaterIntoASink() {
+    let promised = Box<Future<Int, Never>.Promise>()
+    let future = Future<Int, Never> { promise in promised.set(promise) }
+    let values = Box<[Int]>([])
+    let finished = Box<Int>(0)
+    let cancellables = (0..<3).map { _ in
+      future.eraseToAnyPublisher().sink(
+        receiveCompletion: { _ in finished.update { $0! += 1 } },
+        receiveValue: { value in values.update { $0?.append(value) } })
+    }
+    #expect(values.value == [])
+    promised.value?(.success(9))
+    promised.value?(.success(10))
+    #expect(values.value == [9, 9, 9] && finished.value == 3)
+    let (sink, events, tracker) = Self.recordingSink()
+    let first = TestSubscription()
+    sink.receive(subscription: first)
+    future.subscribe(sink)
+    #expect(events.value == [] && first.cancelCount == 0, "a subscribed sink refuses it")
+    sink.cancel()
+    #expect(tracker.object == nil)
+    cancellables.forEach { $0.cancel() }
+  }
 }
