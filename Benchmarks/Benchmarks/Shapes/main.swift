@@ -447,6 +447,104 @@ for erased in [false, true] {
     ])
 }
 
+// A view model's `@Published` property observed with `$property.sink`, and its
+// `objectWillChange` (an `ObservableObject`), each set or sent from one thread.
+final class SluiceModel: Sluice.ObservableObject, @unchecked Sendable {
+  @Sluice.Published var count = 0
+}
+final class OpenCombineModel: OpenCombine.ObservableObject, @unchecked Sendable {
+  @OpenCombine.Published var count = 0
+}
+shape(
+  "@Published var count; $count.sink, count set each time",
+  [
+    (
+      "Sluice",
+      {
+        let model = SluiceModel()
+        let tally = Tally()
+        let cancellable = model.$count.sink { consume(tally, $0) }
+        let t = time { for v in 0..<values { model.count = v } }
+        check(tally.count, values + 1, "$count")
+        cancellable.cancel()
+        return t / Double(values)
+      }
+    ),
+    (
+      "OpenCombine",
+      {
+        let model = OpenCombineModel()
+        let tally = Tally()
+        let cancellable = model.$count.sink { consume(tally, $0) }
+        let t = time { for v in 0..<values { model.count = v } }
+        check(tally.count, values + 1, "$count")
+        cancellable.cancel()
+        return t / Double(values)
+      }
+    ),
+  ])
+shape(
+  "ObservableObject objectWillChange.sink, a @Published property set each time",
+  [
+    (
+      "Sluice",
+      {
+        let model = SluiceModel()
+        let tally = Tally()
+        let cancellable = model.objectWillChange.sink { consume(tally, 0) }
+        let t = time { for v in 0..<values { model.count = v } }
+        check(tally.count, values, "objectWillChange")
+        cancellable.cancel()
+        return t / Double(values)
+      }
+    ),
+    (
+      "OpenCombine",
+      {
+        let model = OpenCombineModel()
+        let tally = Tally()
+        let cancellable = model.objectWillChange.sink { consume(tally, 0) }
+        let t = time { for v in 0..<values { model.count = v } }
+        check(tally.count, values, "objectWillChange")
+        cancellable.cancel()
+        return t / Double(values)
+      }
+    ),
+  ])
+
+// `assign(to:on:)`: a subject's values written to an object's property through a key path.
+final class AssignTarget: @unchecked Sendable {
+  var value = 0
+}
+shape(
+  "subject.assign(to: \\.value, on: object)",
+  [
+    (
+      "Sluice",
+      {
+        let subject = Sluice.PassthroughSubject<Int, Never>()
+        let target = AssignTarget()
+        let cancellable = subject.assign(to: \.value, on: target)
+        let t = time { for v in 0..<values { subject.send(v) } }
+        check(target.value + 1, values, "assign")
+        cancellable.cancel()
+        return t / Double(values)
+      }
+    ),
+    (
+      "OpenCombine",
+      {
+        let subject = OpenCombine.PassthroughSubject<Int, Never>()
+        let target = AssignTarget()
+        let cancellable = subject.assign(to: \.value, on: target)
+        let t = time { for v in 0..<values { subject.send(v) } }
+        check(target.value + 1, values, "assign")
+        cancellable.cancel()
+        return t / Double(values)
+      }
+    ),
+  ])
+
 // A function returning a fulfilled `Future` (an app's cached or computed result), subscribed once
 // per call: the future made, subscribed by a sink, the value delivered, the cancellable dropped.
 for erased in [false, true] {

@@ -50,7 +50,7 @@ extension Timer {
     /// Options for the run loop scheduler (none exist).
     public let options: RunLoop.SchedulerOptions?
 
-    private let subject = PassthroughSubject<Date, Never>()
+    @usableFromInline let subject = PassthroughSubject<Date, Never>()
 
     /// Creates a timer publisher; nothing ticks until `connect()`.
     public init(
@@ -64,6 +64,7 @@ extension Timer {
       self.options = options
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Date, S.Failure == Never {
       subject.receive(subscriber: subscriber)
     }

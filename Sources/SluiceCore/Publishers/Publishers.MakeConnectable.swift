@@ -7,18 +7,21 @@ extension Publishers {
     public typealias Output = Upstream.Output
     public typealias Failure = Upstream.Failure
 
-    private let inner: Multicast<Upstream, PassthroughSubject<Output, Failure>>
+    @usableFromInline let inner: Multicast<Upstream, PassthroughSubject<Output, Failure>>
 
     /// Creates a connectable publisher that shares `upstream`.
+    @inlinable
     public init(upstream: Upstream) {
       inner = Multicast(upstream: upstream) { PassthroughSubject() }
     }
 
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S)
     where S.Input == Output, S.Failure == Failure {
       inner.receive(subscriber: subscriber)
     }
 
+    @inlinable
     public func connect() -> any Cancellable { inner.connect() }
   }
 
@@ -28,6 +31,7 @@ extension Publisher where Failure == Never {
   /// Creates a connectable wrapper around this publisher.
   ///
   /// ![Marble diagram: input.makeConnectable()](makeConnectable)
+  @inlinable
   public func makeConnectable() -> Publishers.MakeConnectable<Self> {
     Publishers.MakeConnectable(upstream: self)
   }

@@ -52,16 +52,18 @@ public final class ObservableObjectPublisher: Publisher, @unchecked Sendable {
   public typealias Output = Void
   public typealias Failure = Never
 
-  private let core = SubjectCore<Void, Never>(
+  @usableFromInline let core = SubjectCore<Void, Never>(
     name: "ObservableObjectPublisher", currentValue: nil, demandIsOnOff: true)
 
   /// Creates an observable object publisher.
   public init() {}
 
+  /// Specialised where it is called, as the subjects' own `receive` is.
+  @inlinable
   public func receive<S: Subscriber>(subscriber: S) where S.Input == Void, S.Failure == Never {
     core.subscribe(subscriber, subject: self)
   }
 
   /// Sends the changed value to the downstream subscribers.
-  public func send() { core.send(()) }
+  @inlinable public func send() { core.send(()) }
 }

@@ -15,14 +15,16 @@
 /// ```
 @propertyWrapper
 public struct Published<Value> {
-  let storage: PublishedStorage<Value>
+  @usableFromInline let storage: PublishedStorage<Value>
 
   /// Creates the published instance with an initial value.
+  @inlinable
   public init(wrappedValue: Value) {
     storage = PublishedStorage(wrappedValue)
   }
 
   /// Creates the published instance with an initial value.
+  @inlinable
   public init(initialValue: Value) {
     self.init(wrappedValue: initialValue)
   }
@@ -35,10 +37,11 @@ public struct Published<Value> {
 
   /// The property for which this instance exposes a publisher.
   public var projectedValue: Publisher {
-    mutating get { Publisher(storage) }
+    @inlinable mutating get { Publisher(storage) }
     set {}  // The publisher always belongs to this property; `assign(to:)` needs `inout`.
   }
 
+  @inlinable
   public static subscript<EnclosingSelf: AnyObject>(
     _enclosingInstance object: EnclosingSelf,
     wrapped wrappedKeyPath: ReferenceWritableKeyPath<EnclosingSelf, Value>,
@@ -57,12 +60,15 @@ public struct Published<Value> {
     public typealias Output = Value
     public typealias Failure = Never
 
-    let storage: PublishedStorage<Value>
+    @usableFromInline let storage: PublishedStorage<Value>
 
-    init(_ storage: PublishedStorage<Value>) {
+    @inlinable init(_ storage: PublishedStorage<Value>) {
       self.storage = storage
     }
 
+    /// Specialised where it is called, as the subjects' own `receive` is: the subscription it
+    /// makes delivers each value in code compiled for the subscriber's type.
+    @inlinable
     public func receive<S: Subscriber>(subscriber: S) where S.Input == Value, S.Failure == Never {
       storage.subject.subscribe(subscriber)
     }
@@ -77,6 +83,7 @@ extension Publisher where Failure == Never {
   /// ```swift
   /// (1...3).publisher.assign(to: &model.$count)
   /// ```
+  @inlinable
   public func assign(to published: inout Published<Output>.Publisher) {
     let storage = published.storage
     let sink = Subscribers.Sink<Output, Never>(
@@ -102,27 +109,36 @@ extension Published: PublishedStorageProvider {
 }
 
 /// The reference storage behind a `@Published` property, shared by every copy of the wrapper.
+///
+/// Its setter and subject are reached from code specialised for the property's type (the
+/// wrapper's subscript is inlinable): generic, each value set went through runtime metadata
+/// lookups (a `$property.sink` cost three times OpenCombine's).
+@usableFromInline
 final class PublishedStorage<Value>: PublishedStorageProtocol, @unchecked Sendable {
   // Safety: mutable state is in `state`'s lock; publishers are called after unlocking.
-  private struct State {
-    var value: Value
-    var objectWillChange: ObservableObjectPublisher?
-    var assignments: [AnyCancellable] = []
+  @usableFromInline struct State {
+    @usableFromInline var value: Value
+    @usableFromInline var objectWillChange: ObservableObjectPublisher?
+    @usableFromInline var assignments: [AnyCancellable] = []
+
+    @inlinable init(value: Value) { self.value = value }
   }
 
-  private let state: Lock<State>
-  let subject: SubjectCore<Value, Never>
+  @usableFromInline let state: Lock<State>
+  @usableFromInline let subject: SubjectCore<Value, Never>
 
+  @inlinable
   init(_ value: Value) {
     state = Lock(State(value: value))
     subject = SubjectCore(name: "PublishedSubject", currentValue: value)
   }
 
-  var value: Value { state.withLock { $0.value } }
+  @inlinable var value: Value { state.withLock { $0.value } }
 
   /// `objectWillChange` first, then the new value to `$property`'s subscribers, then the store.
   /// The value replaced is released after unlocking: its `deinit` may use the object (send
   /// `objectWillChange`, read the property).
+  @inlinable
   func set(_ newValue: Value) {
     state.withLock { $0.objectWillChange }?.send()
     subject.send(newValue)
@@ -133,6 +149,7 @@ final class PublishedStorage<Value>: PublishedStorageProtocol, @unchecked Sendab
     withExtendedLifetime(replaced) {}
   }
 
+  @usableFromInline
   func keep(_ assignment: AnyCancellable) {
     state.withLock { $0.assignments.append(assignment) }
   }

@@ -15,12 +15,17 @@ extension Subscribers {
     // on the delivering thread, which the publisher rules keep serial.
     public typealias Failure = Never
 
-    private struct Target {
-      let object: Root
-      let keyPath: ReferenceWritableKeyPath<Root, Input>
+    @usableFromInline struct Target {
+      @usableFromInline let object: Root
+      @usableFromInline let keyPath: ReferenceWritableKeyPath<Root, Input>
+
+      @inlinable init(object: Root, keyPath: ReferenceWritableKeyPath<Root, Input>) {
+        self.object = object
+        self.keyPath = keyPath
+      }
     }
 
-    private let box: LifecycleBox<Target>
+    @usableFromInline let box: LifecycleBox<Target>
 
     /// The key path to assign to.
     public let keyPath: ReferenceWritableKeyPath<Root, Input>
@@ -29,26 +34,36 @@ extension Subscribers {
     public var object: Root? { box.payload?.object }
 
     /// Creates a subscriber that assigns each value to `object[keyPath: keyPath]`.
+    ///
+    /// Its subscription and values are handled in code specialised where it is made (generic,
+    /// each value went through runtime metadata lookups).
+    @inlinable
     public init(object: Root, keyPath: ReferenceWritableKeyPath<Root, Input>) {
       self.keyPath = keyPath
       box = LifecycleBox(Target(object: object, keyPath: keyPath))
     }
 
+    @inlinable
     public func receive(subscription: any Subscription) {
       box.receive(subscription: subscription, requesting: .unlimited)
     }
 
+    @inlinable
     public func receive(_ value: Input) -> Subscribers.Demand {
-      if let target = box.payloadForValue() {
-        target.object[keyPath: target.keyPath] = value
+      // Only the object is copied out of the lock (one retain, not two): the key path is this
+      // subscriber's own, immutable.
+      if let object = box.projectPayloadForValue({ $0?.object }) {
+        object[keyPath: keyPath] = value
       }
       return .none
     }
 
+    @inlinable
     public func receive(completion: Subscribers.Completion<Never>) {
       withExtendedLifetime(box.payloadForCompletion(beforeSubscription: false)) {}
     }
 
+    @inlinable
     public func cancel() { box.cancel() }
 
     public var description: String { "Assign \(Root.self)." }
@@ -74,6 +89,7 @@ extension Publisher where Failure == Never {
   /// subscription completes or is cancelled.
   ///
   /// ![Marble diagram: input.assign(to: .text, on: label)](assign)
+  @inlinable
   public func assign<Root>(
     to keyPath: ReferenceWritableKeyPath<Root, Output>, on object: Root
   ) -> AnyCancellable {
