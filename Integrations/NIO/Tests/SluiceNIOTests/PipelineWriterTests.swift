@@ -77,4 +77,48 @@ struct PipelineWriterTests {
     #expect(script.cancels == 1)
     #expect(script.next == 12, "the source went on after the cancel")
   }
+
+  /// Counts what is asked of it and delivers that many values at once, synchronously, inside
+  /// the request (as a sequence does).
+  final class CountingSource: Subscription, @unchecked Sendable {
+    // Safety: used on the test's thread only.
+    var writer: PipelineWriter<Int, Never>?
+    var requested = 0
+    var next = 0
+
+    func request(_ demand: Subscribers.Demand) {
+      let count = demand.max ?? 1_000
+      requested += count
+      for _ in 0..<count {
+        guard let writer else { return }
+        _ = writer.receive(next)
+        next += 1
+      }
+    }
+
+    func cancel() { writer = nil }
+  }
+
+  /// A request call that runs while the connection is stalled — one scheduled by an earlier
+  /// write, running late on the pool — asks nothing: the write that lifts the stall schedules
+  /// the call that asks. (It topped the demand up to `prefetch`, so a stalled connection held
+  /// up to a `prefetch` more values than its bound.) The flush never runs here, so the socket
+  /// stays busy and the writer stalled.
+  @Test func aLateRequestCallAsksNothingWhileStalled() {
+    let channel = EmbeddedChannel()
+    var configuration = PipelineServerConfiguration()
+    configuration.prefetch = 4
+    configuration.batchBytes = 1  // each value a batch: the second one stalls
+    let writer = PipelineWriter<Int, Never>(
+      channel: channel, configuration: configuration, logger: Logger(label: "test"))
+    let source = CountingSource()
+    source.writer = writer
+    writer.receive(subscription: source)
+    #expect(source.requested == 4 && source.next == 4, "the first call: prefetch values")
+    writer.requestMore()  // what a late task runs
+    writer.requestMore()
+    #expect(source.requested == 4, "asked \(source.requested - 4) more behind the stall")
+    #expect(source.next == 4)
+    source.writer = nil
+  }
 }
