@@ -231,12 +231,13 @@ final class FutureSubscription<Downstream: Subscriber>:
     let (future, downstream, hasDemand) = state.withLock {
       ($0.future, $0.downstream, $0.hasDemand)
     }
+    // (The base class's stored function is internal: no ancestor in the mirror, as before.)
     return Mirror(
       self,
       children: [
         ("parent", future as Any), ("downstream", downstream as Any),
         ("hasAnyDemand", hasDemand), ("subject", future as Any),
-      ])
+      ], ancestorRepresentation: .suppressed)
   }
   @usableFromInline var playgroundDescription: Any { description }
 }

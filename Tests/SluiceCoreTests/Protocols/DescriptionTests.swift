@@ -31,6 +31,18 @@ struct DescriptionTests {
     ]
   }
 
+  /// `dump` shows a subscription's Combine children and nothing of Sluice's internals (the
+  /// stored functions of a subject's conduit's or a future's subscription's base class).
+  @Test(arguments: 0..<10)
+  func dumpShowsNoInternalStorage(_ index: Int) {
+    let cases = Self.cases
+    defer { for (_, subscription) in cases { subscription.cancel() } }
+    let (name, subscription) = cases[index]
+    var dumped = ""
+    dump(subscription, to: &dumped)
+    #expect(!dumped.contains("(Function)") && !dumped.contains("super:"), "\(name):\n\(dumped)")
+  }
+
   @Test(arguments: 0..<10)
   func subscriptionDescriptions(_ index: Int) {
     let cases = Self.cases

@@ -543,15 +543,19 @@ final class Conduit<Downstream: Subscriber, State, Slot>:
     let (core, subject, downstream, demand) = withState {
       ($0.parent, $0.subject, $0.downstream, $0.demand)
     }
-    // Combine's children; `parent`, `downstream` and `subject` read nil once it has ended.
-    if demandIsOnOff { return Mirror(self, children: ["downstream": downstream as Any]) }
+    // Combine's children; `parent`, `downstream` and `subject` read nil once it has ended. No
+    // ancestor: ``AnyConduit``'s stored functions are internal (`dump` showed them).
+    if demandIsOnOff {
+      return Mirror(
+        self, children: ["downstream": downstream as Any], ancestorRepresentation: .suppressed)
+    }
     let parent: Any? = subject ?? core
     return Mirror(
       self,
       children: [
         ("parent", parent as Any), ("downstream", downstream as Any), ("demand", demand),
         ("subject", parent as Any),
-      ])
+      ], ancestorRepresentation: .suppressed)
   }
 
   @usableFromInline var playgroundDescription: Any { description }
