@@ -455,95 +455,48 @@ final class SluiceModel: Sluice.ObservableObject, @unchecked Sendable {
 final class OpenCombineModel: OpenCombine.ObservableObject, @unchecked Sendable {
   @OpenCombine.Published var count = 0
 }
-shape(
-  "@Published var count; $count.sink, count set each time",
-  [
-    (
-      "Sluice",
-      {
-        let model = SluiceModel()
-        let tally = Tally()
-        let cancellable = model.$count.sink { consume(tally, $0) }
-        let t = time { for v in 0..<values { model.count = v } }
-        check(tally.count, values + 1, "$count")
-        cancellable.cancel()
-        return t / Double(values)
-      }
-    ),
-    (
-      "OpenCombine",
-      {
-        let model = OpenCombineModel()
-        let tally = Tally()
-        let cancellable = model.$count.sink { consume(tally, $0) }
-        let t = time { for v in 0..<values { model.count = v } }
-        check(tally.count, values + 1, "$count")
-        cancellable.cancel()
-        return t / Double(values)
-      }
-    ),
-  ])
-shape(
-  "ObservableObject objectWillChange.sink, a @Published property set each time",
-  [
-    (
-      "Sluice",
-      {
-        let model = SluiceModel()
-        let tally = Tally()
-        let cancellable = model.objectWillChange.sink { consume(tally, 0) }
-        let t = time { for v in 0..<values { model.count = v } }
-        check(tally.count, values, "objectWillChange")
-        cancellable.cancel()
-        return t / Double(values)
-      }
-    ),
-    (
-      "OpenCombine",
-      {
-        let model = OpenCombineModel()
-        let tally = Tally()
-        let cancellable = model.objectWillChange.sink { consume(tally, 0) }
-        let t = time { for v in 0..<values { model.count = v } }
-        check(tally.count, values, "objectWillChange")
-        cancellable.cancel()
-        return t / Double(values)
-      }
-    ),
-  ])
-
-// `assign(to:on:)`: a subject's values written to an object's property through a key path.
-final class AssignTarget: @unchecked Sendable {
-  var value = 0
+for willChange in [false, true] {
+  let name =
+    willChange
+    ? "ObservableObject objectWillChange.sink, a @Published property set each time"
+    : "@Published var count; $count.sink, count set each time"
+  // `$count` delivers the current value at once, then each one set; `objectWillChange` each set.
+  let expected = willChange ? values : values + 1
+  shape(
+    name,
+    [
+      (
+        "Sluice",
+        {
+          let model = SluiceModel()
+          let tally = Tally()
+          let cancellable =
+            willChange
+            ? model.objectWillChange.sink { consume(tally, 0) }
+            : model.$count.sink { consume(tally, $0) }
+          let t = time { for v in 0..<values { model.count = v } }
+          check(tally.count, expected, name)
+          cancellable.cancel()
+          return t / Double(values)
+        }
+      ),
+      (
+        "OpenCombine",
+        {
+          let model = OpenCombineModel()
+          let tally = Tally()
+          let cancellable =
+            willChange
+            ? model.objectWillChange.sink { consume(tally, 0) }
+            : model.$count.sink { consume(tally, $0) }
+          let t = time { for v in 0..<values { model.count = v } }
+          check(tally.count, expected, name)
+          cancellable.cancel()
+          return t / Double(values)
+        }
+      ),
+    ])
 }
-shape(
-  "subject.assign(to: \\.value, on: object)",
-  [
-    (
-      "Sluice",
-      {
-        let subject = Sluice.PassthroughSubject<Int, Never>()
-        let target = AssignTarget()
-        let cancellable = subject.assign(to: \.value, on: target)
-        let t = time { for v in 0..<values { subject.send(v) } }
-        check(target.value + 1, values, "assign")
-        cancellable.cancel()
-        return t / Double(values)
-      }
-    ),
-    (
-      "OpenCombine",
-      {
-        let subject = OpenCombine.PassthroughSubject<Int, Never>()
-        let target = AssignTarget()
-        let cancellable = subject.assign(to: \.value, on: target)
-        let t = time { for v in 0..<values { subject.send(v) } }
-        check(target.value + 1, values, "assign")
-        cancellable.cancel()
-        return t / Double(values)
-      }
-    ),
-  ])
 
 // A function returning a fulfilled `Future` (an app's cached or computed result), subscribed once
 // per call: the future made, subscribed by a sink, the value delivered, the cancellable dropped.

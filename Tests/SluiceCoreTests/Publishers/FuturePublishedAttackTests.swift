@@ -13,44 +13,7 @@ import Testing
 struct FuturePublishedAttackTests {
   // MARK: helpers
 
-  static func sink<Failure: Error>(
-    _ label: String = "", into events: Box<[String]>, failure: Failure.Type,
-    onValue: @escaping (Int) -> Void = { _ in },
-    onCompletion: @escaping (Subscribers.Completion<Failure>) -> Void = { _ in }
-  ) -> (Subscribers.Sink<Int, Failure>, WeakReference<Tracker>) {
-    let tracker = Tracker()
-    let sink = Subscribers.Sink<Int, Failure>(
-      receiveCompletion: { completion in
-        tracker.touch()
-        events.update { $0?.append("\(label)\(completion)") }
-        onCompletion(completion)
-      },
-      receiveValue: { value in
-        tracker.touch()
-        events.update { $0?.append("\(label)\(value)") }
-        onValue(value)
-      })
-    return (sink, WeakReference(tracker))
-  }
-
-  static func sink(
-    _ label: String = "", into events: Box<[String]>,
-    onValue: @escaping (Int) -> Void = { _ in }
-  ) -> (Subscribers.Sink<Int, Never>, WeakReference<Tracker>) {
-    sink(label, into: events, failure: Never.self, onValue: onValue)
-  }
-
-  enum Attachment: CaseIterable {
-    case direct, erased, anySubscriber, erasedAnySubscriber
-    func attach<P: Publisher>(_ sink: Subscribers.Sink<P.Output, P.Failure>, to publisher: P) {
-      switch self {
-      case .direct: publisher.subscribe(sink)
-      case .erased: publisher.eraseToAnyPublisher().subscribe(sink)
-      case .anySubscriber: publisher.subscribe(AnySubscriber(sink))
-      case .erasedAnySubscriber: publisher.eraseToAnyPublisher().subscribe(AnySubscriber(sink))
-      }
-    }
-  }
+  typealias Attachment = SinkAttachment
 
   /// A subscriber that keeps its subscription and requests only when told.
   final class Manual<Input, Failure: Error>: Subscriber, @unchecked Sendable {
@@ -95,9 +58,9 @@ struct FuturePublishedAttackTests {
       let ok = Future<Int, TestError> { $0(.success(1)) }
       let bad = Future<Int, TestError> { $0(.failure(TestError(code: 3))) }
       let events = Box<[String]>([])
-      let (s1, t1) = Self.sink("a", into: events, failure: TestError.self)
+      let (s1, t1) = recordingSink("a", into: events, failure: TestError.self)
       attachment.attach(s1, to: ok)
-      let (s2, t2) = Self.sink("b", into: events, failure: TestError.self)
+      let (s2, t2) = recordingSink("b", into: events, failure: TestError.self)
       attachment.attach(s2, to: bad)
       #expect(events.value == ["a1", "afinished", "bfailure(TestError(3))"], "\(attachment)")
       #expect(t1.object == nil && t2.object == nil, "\(attachment): closures released")
@@ -116,7 +79,7 @@ struct FuturePublishedAttackTests {
       let events = Box<[String]>([])
       var sinks: [(Subscribers.Sink<Int, Never>, WeakReference<Tracker>)] = []
       for (index, attachment) in Attachment.allCases.enumerated() {
-        let made = Self.sink("\(index):", into: events)
+        let made = recordingSink("\(index):", into: events)
         attachment.attach(made.0, to: future)
         sinks.append(made)
       }
@@ -125,10 +88,10 @@ struct FuturePublishedAttackTests {
       let promise = Shared(promised.value!)
       await simultaneously({ promise.value(.success(round)) }, { promise.value(.success(-1)) })
       let seen = events.value ?? []
-      #expect(seen.count == 8, "round \(round): \(seen)")
+      #expect(seen.count == 2 * Attachment.allCases.count, "round \(round): \(seen)")
       let value = seen.first.map { String($0.split(separator: ":")[1]) }
       #expect(value == "\(round)" || value == "-1")
-      for index in 0..<4 {
+      for index in Attachment.allCases.indices {
         #expect(
           seen.filter { $0.hasPrefix("\(index):") } == ["\(index):\(value!)", "\(index):finished"])
       }
@@ -143,10 +106,10 @@ struct FuturePublishedAttackTests {
       let promised = Box<Future<Int, Never>.Promise>()
       let future = Shared(Future<Int, Never> { promised.set($0) })
       let events = Box<[String]>([])
-      let (sink, tracker) = Self.sink(into: events)
+      let (sink, tracker) = recordingSink(into: events)
       let shared = Shared(sink)
       let promise = Shared(promised.value!)
-      let attachment = Attachment.allCases[round % 4]
+      let attachment = Attachment.allCases[round % Attachment.allCases.count]
       await simultaneously(
         { attachment.attach(shared.value, to: future.value) },
         { promise.value(.success(5)) })
@@ -166,11 +129,11 @@ struct FuturePublishedAttackTests {
         let future = Future<Int, Never> { promised.set($0) }
         weakFuture = future
         let sharedFuture = Shared(future)
-        let (sink, tracker) = Self.sink(into: events)
+        let (sink, tracker) = recordingSink(into: events)
         trackerRef = tracker
         let shared = Shared(sink)
         let promise = Shared(promised.value!)
-        let attachment = Attachment.allCases[round % 4]
+        let attachment = Attachment.allCases[round % Attachment.allCases.count]
         if round % 3 == 0 { promise.value(.success(1)) }
         await concurrently(3) { index in
           switch index {
@@ -256,7 +219,7 @@ struct FuturePublishedAttackTests {
   @Test("a sink that got a value before any subscription, then a fulfilled Future")
   func sinkWithValueBeforeSubscription() {
     let events = Box<[String]>([])
-    let (sink, tracker) = Self.sink(into: events)
+    let (sink, tracker) = recordingSink(into: events)
     _ = sink.receive(5)
     Future<Int, Never> { $0(.success(6)) }.subscribe(sink)
     #expect(events.value == ["5", "6", "finished"])
@@ -290,10 +253,10 @@ struct FuturePublishedAttackTests {
       promise(.success(1))
       promise(.success(2))
     }
-    let (s1, _) = Self.sink("a", into: events)
+    let (s1, _) = recordingSink("a", into: events)
     future.subscribe(s1)
     promised.value?(.success(3))
-    let (s2, _) = Self.sink("b", into: events)
+    let (s2, _) = recordingSink("b", into: events)
     future.subscribe(s2)
     #expect(events.value == ["a1", "afinished", "b1", "bfinished"])
 
@@ -304,7 +267,7 @@ struct FuturePublishedAttackTests {
     do {
       let f = Future<Int, Never> { _ in }
       weakFuture = f
-      let (sink, tracker) = Self.sink(into: never)
+      let (sink, tracker) = recordingSink(into: never)
       trackerRef = tracker
       f.subscribe(sink)
       sink.cancel()
@@ -350,7 +313,7 @@ struct FuturePublishedAttackTests {
         }
         let events = Box<[String]>([])
         let holder = Box<Subscribers.Sink<Int, Never>>()
-        let (sink, tracker) = Self.sink(into: events, onValue: { _ in holder.value?.cancel() })
+        let (sink, tracker) = recordingSink(into: events, onValue: { _ in holder.value?.cancel() })
         holder.set(sink)
         attachment.attach(sink, to: future)
         promised.value?(.success(1))
@@ -372,7 +335,7 @@ struct FuturePublishedAttackTests {
       let events = Box<[String]>([])
       let holder = Box<Subscribers.Sink<Int, Never>>()
       let inner = Box<[AnyCancellable]>([])
-      let (sink, tracker) = Self.sink(
+      let (sink, tracker) = recordingSink(
         "o", into: events,
         onValue: { _ in
           future.subscribe(holder.value!)

@@ -12,60 +12,7 @@ import Testing
 struct SinkFastPathAttackTests {
   // MARK: helpers
 
-  /// A sink that appends "<label><event>" to `events`; its closures capture a `Tracker`.
-  static func sink(
-    _ label: String = "", into events: Box<[String]>,
-    onValue: @escaping (Int) -> Void = { _ in },
-    onCompletion: @escaping (Subscribers.Completion<Never>) -> Void = { _ in }
-  ) -> (Subscribers.Sink<Int, Never>, WeakReference<Tracker>) {
-    sink(label, into: events, failure: Never.self, onValue: onValue, onCompletion: onCompletion)
-  }
-
-  static func sink<Failure: Error>(
-    _ label: String = "", into events: Box<[String]>, failure: Failure.Type,
-    onValue: @escaping (Int) -> Void = { _ in },
-    onCompletion: @escaping (Subscribers.Completion<Failure>) -> Void = { _ in }
-  ) -> (Subscribers.Sink<Int, Failure>, WeakReference<Tracker>) {
-    let tracker = Tracker()
-    let sink = Subscribers.Sink<Int, Failure>(
-      receiveCompletion: { completion in
-        tracker.touch()
-        events.update { $0?.append("\(label)\(completion)") }
-        onCompletion(completion)
-      },
-      receiveValue: { value in
-        tracker.touch()
-        events.update { $0?.append("\(label)\(value)") }
-        onValue(value)
-      })
-    return (sink, WeakReference(tracker))
-  }
-
-  /// How a sink is attached to a publisher.
-  enum Attachment: CaseIterable, CustomStringConvertible {
-    case direct, erased, anySubscriber, erasedAnySubscriber, erasedTwice
-    var description: String {
-      switch self {
-      case .direct: "direct"
-      case .erased: "erased"
-      case .anySubscriber: "AnySubscriber(sink)"
-      case .erasedAnySubscriber: "erased, AnySubscriber(sink)"
-      case .erasedTwice: "AnyPublisher(AnyPublisher) via map"
-      }
-    }
-
-    func attach<P: Publisher>(_ sink: Subscribers.Sink<P.Output, P.Failure>, to publisher: P) {
-      switch self {
-      case .direct: publisher.subscribe(sink)
-      case .erased: publisher.eraseToAnyPublisher().subscribe(sink)
-      case .anySubscriber: publisher.subscribe(AnySubscriber(sink))
-      case .erasedAnySubscriber: publisher.eraseToAnyPublisher().subscribe(AnySubscriber(sink))
-      case .erasedTwice:
-        AnyPublisher(AnyPublisher(publisher.eraseToAnyPublisher())).eraseToAnyPublisher()
-          .subscribe(AnySubscriber(AnySubscriber(sink)))
-      }
-    }
-  }
+  typealias Attachment = SinkAttachment
 
   /// A publisher that records what it sees of its subscriber, then passes it on to `upstream`
   /// (as an app's logging or instrumenting wrapper does).
@@ -112,7 +59,7 @@ struct SinkFastPathAttackTests {
   func wrappedPublisherSeesABareSink() {
     let spy = Spy(Just(1))
     let events = Box<[String]>([])
-    let (sink, _) = Self.sink(into: events)
+    let (sink, _) = recordingSink(into: events)
     spy.eraseToAnyPublisher().subscribe(sink)
     let seen = spy.seen.value?.first
     #expect(seen?.identifier == sink.combineIdentifier)
@@ -127,11 +74,11 @@ struct SinkFastPathAttackTests {
     // was given, whatever its type (and so did this package before 580d294, which wrapped it in
     // an AnySubscriber — not nesting). Unerased, the spy sees the AnySubscriber.
     let events = Box<[String]>([])
-    let (sink, _) = Self.sink(into: events)
+    let (sink, _) = recordingSink(into: events)
     let erasedSpy = Spy(Just(1))
     erasedSpy.eraseToAnyPublisher().subscribe(AnySubscriber(sink))
     let unerasedSpy = Spy(Just(1))
-    let (sink2, _) = Self.sink(into: Box<[String]>([]))
+    let (sink2, _) = recordingSink(into: Box<[String]>([]))
     unerasedSpy.subscribe(AnySubscriber(sink2))
     let erased = erasedSpy.seen.value?.first
     let unerased = unerasedSpy.seen.value?.first
@@ -149,7 +96,7 @@ struct SinkFastPathAttackTests {
     for attachment in Attachment.allCases {
       let upstream = TestPublisher<Int, TestError>()
       let events = Box<[String]>([])
-      let (sink, tracker) = Self.sink(into: events, failure: TestError.self)
+      let (sink, tracker) = recordingSink(into: events, failure: TestError.self)
       attachment.attach(sink, to: upstream)
       #expect(upstream.subscriberDescriptions == ["Sink"], "\(attachment)")
       #expect(upstream.subscriptions.first?.requests == [.unlimited], "\(attachment)")
@@ -169,7 +116,7 @@ struct SinkFastPathAttackTests {
     for attachment in Attachment.allCases {
       let upstream = TestPublisher<Int, Never>()
       let events = Box<[String]>([])
-      let (sink, _) = Self.sink(into: events)
+      let (sink, _) = recordingSink(into: events)
       upstream.subscribe(sink)
       attachment.attach(sink, to: Just(10))
       attachment.attach(sink, to: Optional(11).publisher)
@@ -186,7 +133,7 @@ struct SinkFastPathAttackTests {
   func justFirstThenOthers() {
     for attachment in Attachment.allCases {
       let events = Box<[String]>([])
-      let (sink, tracker) = Self.sink(into: events)
+      let (sink, tracker) = recordingSink(into: events)
       attachment.attach(sink, to: Just(1))
       let upstream = TestPublisher<Int, Never>()
       attachment.attach(sink, to: upstream)
@@ -206,13 +153,13 @@ struct SinkFastPathAttackTests {
   func completedByOtherMeansThenJust() {
     for attachment in Attachment.allCases {
       let events = Box<[String]>([])
-      let (a, _) = Self.sink(into: events)
+      let (a, _) = recordingSink(into: events)
       attachment.attach(a, to: Optional<Int>.none.publisher)
       attachment.attach(a, to: Just(1))
-      let (b, _) = Self.sink(into: events, failure: TestError.self)
+      let (b, _) = recordingSink(into: events, failure: TestError.self)
       attachment.attach(b, to: Result<Int, TestError>.failure(TestError()).publisher)
       attachment.attach(b, to: Result<Int, TestError>.success(2).publisher)
-      let (c, _) = Self.sink(into: events)
+      let (c, _) = recordingSink(into: events)
       attachment.attach(c, to: Empty<Int, Never>())
       attachment.attach(c, to: Just(3))
       #expect(events.value == ["finished", "failure(TestError(1))", "finished"], "\(attachment)")
@@ -223,7 +170,7 @@ struct SinkFastPathAttackTests {
   func valuesBeforeSubscriptionThenJust() {
     for attachment in Attachment.allCases {
       let events = Box<[String]>([])
-      let (sink, _) = Self.sink(into: events)
+      let (sink, _) = recordingSink(into: events)
       _ = sink.receive(0)  // a misbehaving publisher: Combine's sink passes it on
       attachment.attach(sink, to: Just(1))
       let late = TestSubscription()
@@ -245,7 +192,7 @@ struct SinkFastPathAttackTests {
       var trackers: [WeakReference<Tracker>] = []
       let holder = Box<[Subscribers.Sink<Int, Never>]>([])
       for k in 0..<depth {
-        let (sink, tracker) = Self.sink(
+        let (sink, tracker) = recordingSink(
           "s\(k):", into: events,
           onValue: { _ in
             guard k + 1 < depth, let next = holder.value?[k + 1] else { return }
@@ -272,7 +219,7 @@ struct SinkFastPathAttackTests {
       let holder = Box<Subscribers.Sink<Int, Never>>()
       let upstream = TestPublisher<Int, Never>()
       let subject = PassthroughSubject<Int, Never>()
-      let (sink, tracker) = Self.sink(
+      let (sink, tracker) = recordingSink(
         into: events,
         onValue: { value in
           guard value == 1, let sink = holder.value else { return }
@@ -297,7 +244,7 @@ struct SinkFastPathAttackTests {
     for attachment in Attachment.allCases {
       let events = Box<[String]>([])
       let holder = Box<Subscribers.Sink<Int, Never>>()
-      let (sink, tracker) = Self.sink(
+      let (sink, tracker) = recordingSink(
         into: events,
         onValue: { _ in
           holder.value?.cancel()
@@ -311,7 +258,7 @@ struct SinkFastPathAttackTests {
 
       let events2 = Box<[String]>([])
       let holder2 = Box<Subscribers.Sink<Int, Never>>()
-      let (sink2, tracker2) = Self.sink(
+      let (sink2, tracker2) = recordingSink(
         into: events2,
         onCompletion: { _ in
           if let sink = holder2.value { attachment.attach(sink, to: Just(2)) }
@@ -330,7 +277,7 @@ struct SinkFastPathAttackTests {
       let events = Box<[String]>([])
       let holder = Box<Subscribers.Sink<Int, Never>>()
       let extra = TestSubscription()
-      let (sink, tracker) = Self.sink(
+      let (sink, tracker) = recordingSink(
         into: events,
         onValue: { value in
           guard value == 1, let sink = holder.value else { return }
@@ -353,7 +300,7 @@ struct SinkFastPathAttackTests {
     for attachment in Attachment.allCases {
       let events = Box<[String]>([])
       let holder = Box<Subscribers.Sink<Int, TestError>>()
-      let (sink, tracker) = Self.sink(
+      let (sink, tracker) = recordingSink(
         into: events, failure: TestError.self,
         onValue: { _ in holder.value?.receive(completion: .failure(TestError(code: 2))) })
       holder.set(sink)
@@ -374,7 +321,7 @@ struct SinkFastPathAttackTests {
         let entered = DispatchSemaphore(value: 0)
         let proceed = DispatchSemaphore(value: 0)
         let done = DispatchSemaphore(value: 0)
-        let (sink, tracker) = Self.sink(
+        let (sink, tracker) = recordingSink(
           into: events,
           onValue: { _ in
             entered.signal()
@@ -410,7 +357,7 @@ struct SinkFastPathAttackTests {
     for round in 0..<300 {
       let attachment = Attachment.allCases[round % Attachment.allCases.count]
       let events = Box<[String]>([])
-      let (sink, tracker) = Self.sink(into: events)
+      let (sink, tracker) = recordingSink(into: events)
       let shared = Shared(sink)
       await simultaneously(
         { attachment.attach(shared.value, to: Just(1)) },
@@ -426,7 +373,7 @@ struct SinkFastPathAttackTests {
     for round in 0..<300 {
       let attachment = Attachment.allCases[round % Attachment.allCases.count]
       let events = Box<[String]>([])
-      let (sink, tracker) = Self.sink(into: events)
+      let (sink, tracker) = recordingSink(into: events)
       let subject = PassthroughSubject<Int, Never>()
       let shared = Shared(sink)
       await simultaneously(
@@ -452,7 +399,7 @@ struct SinkFastPathAttackTests {
       let attachment = Attachment.allCases[round % 4 + 1]  // the erased / AnySubscriber ones
       let subject = PassthroughSubject<Int, Never>()
       let events = Box<[String]>([])
-      let (sink, tracker) = Self.sink(into: events)
+      let (sink, tracker) = recordingSink(into: events)
       attachment.attach(sink, to: subject)
       let cancelled = Box<Int>()
       let shared = Shared(sink)
@@ -479,7 +426,7 @@ struct SinkFastPathAttackTests {
     var result: [String: [String]] = [:]
     for attachment in Attachment.allCases {
       let events = Box<[String]>([])
-      let (sink, tracker) = Self.sink(into: events)
+      let (sink, tracker) = recordingSink(into: events)
       run(attachment, sink)
       sink.cancel()
       #expect(tracker.object == nil, "\(attachment): released")
@@ -576,8 +523,8 @@ struct SinkFastPathAttackTests {
       let shared = subject.share()
       let eventsA = Box<[String]>([])
       let eventsB = Box<[String]>([])
-      let (a, trackerA) = Self.sink(into: eventsA)
-      let (b, trackerB) = Self.sink(into: eventsB)
+      let (a, trackerA) = recordingSink(into: eventsA)
+      let (b, trackerB) = recordingSink(into: eventsB)
       attachment.attach(a, to: shared)
       attachment.attach(b, to: shared)
       subject.send(1)
@@ -595,7 +542,7 @@ struct SinkFastPathAttackTests {
     for attachment in Attachment.allCases {
       let log = Box<[String]>([])
       let events = Box<[String]>([])
-      let (sink, _) = Self.sink(into: events)
+      let (sink, _) = recordingSink(into: events)
       attachment.attach(
         sink,
         to: Just(1).handleEvents(
@@ -613,7 +560,7 @@ struct SinkFastPathAttackTests {
       #expect(events.value == ["1", "finished"], "\(attachment)")
 
       let lines = Lines()
-      let (printed, _) = Self.sink(into: Box<[String]>([]))
+      let (printed, _) = recordingSink(into: Box<[String]>([]))
       attachment.attach(printed, to: Just(3).print("p", to: lines))
       #expect(
         lines.lines == [
@@ -772,7 +719,7 @@ struct SinkFastPathAttackTests {
   func lazilySubscribingWrapper() {
     for attachment in Attachment.allCases {
       let events = Box<[String]>([])
-      let (sink, tracker) = Self.sink(into: events)
+      let (sink, tracker) = recordingSink(into: events)
       let later = Later(Just(1))
       attachment.attach(sink, to: later)
       sink.cancel()
@@ -781,7 +728,7 @@ struct SinkFastPathAttackTests {
       #expect(tracker.object == nil, "\(attachment)")
 
       let events2 = Box<[String]>([])
-      let (sink2, _) = Self.sink(into: events2)
+      let (sink2, _) = recordingSink(into: events2)
       let lazySubject = PassthroughSubject<Int, Never>()
       let later2 = Later(lazySubject)
       attachment.attach(sink2, to: later2)
@@ -812,7 +759,7 @@ struct SinkFastPathAttackTests {
     for round in 0..<300 {
       let attachment = Attachment.allCases[round % Attachment.allCases.count]
       let events = Box<[String]>([])
-      let (sink, tracker) = Self.sink(into: events)
+      let (sink, tracker) = recordingSink(into: events)
       let subscription = TestSubscription()
       let shared = Shared(sink)
       await simultaneously(
