@@ -689,6 +689,7 @@ struct FuturePublishedAttackTests {
     publisher.send()
     // Combine's ObservableObjectPublisher treats demand as on/off (OpenCombine's Conduit too).
     #expect(r.values.count == 2)
+    r.cancel()  // the subscriber and the subject's conduit hold each other until then
 
     let connectable = [1, 2, 3].publisher.makeConnectable()
     let seen = Box<[Int]>([])
